@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every Debian package loragate needs to build, test and benchmark.
+# Idempotent: packages already present are left alone, and apt is only asked
+# when something is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libgtest-dev libgmock-dev         # tests
+  nlohmann-json3-dev                # JSON: configs, safetensors headers, tokenizer.json
+  libpcre2-dev                      # Unicode regexes of byte-level pre-tokenisers
+  libcli11-dev                      # the loragate command line (subcommands, typed flags, help)
+  libutf8proc-dev                   # NFC normalisation of tokenizer.json
+  python3 python3-numpy             # the reference tool in ../shared/tools (debugging only)
+  curl                              # the README's examples
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all packages present"
+fi
