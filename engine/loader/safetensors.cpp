@@ -1,0 +1,526 @@
+// Safetensors: validated memory-mapped reading, sharded model directories,
+// and atomic (temp file + rename) writing.
+#include "engine/loader/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+namespace loragate {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using ordered_json = nlohmann::ordered_json;
+
+constexpr uint64_t kMaxHeaderBytes = 100ull * 1024 * 1024;
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+// numel × element size, or false on overflow / negative dims.
+bool checked_nbytes(const std::vector<int64_t>& shape, DType dtype, uint64_t* out) {
+  uint64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return false;
+    if (__builtin_mul_overflow(n, static_cast<uint64_t>(d), &n)) return false;
+  }
+  if (__builtin_mul_overflow(n, static_cast<uint64_t>(dtype_size(dtype)), &n)) return false;
+  *out = n;
+  return true;
+}
+
+// Reads a non-negative JSON integer that fits int64.
+bool get_nonneg_int(const json& j, int64_t* out) {
+  if (j.is_number_unsigned()) {
+    const uint64_t v = j.get<uint64_t>();
+    if (v > static_cast<uint64_t>(INT64_MAX)) return false;
+    *out = static_cast<int64_t>(v);
+    return true;
+  }
+  if (j.is_number_integer()) {
+    const int64_t v = j.get<int64_t>();
+    if (v < 0) return false;
+    *out = v;
+    return true;
+  }
+  return false;
+}
+
+bool parse_dtype(const std::string& s, DType* out) {
+  if (s == "F32") *out = DType::kF32;
+  else if (s == "F16") *out = DType::kF16;
+  else if (s == "BF16") *out = DType::kBF16;
+  else return false;
+  return true;
+}
+
+// Reads a whole (small) file into `out`; not_found when it does not exist.
+Status read_text_file(const std::string& path, std::string* out) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return Status::not_found(path + ": no such file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::io_error(path + ": cannot open: " + errno_text(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return Status::io_error(path + ": read failed");
+  *out = ss.str();
+  return Status::ok();
+}
+
+// A relative path with no ".." component and no root.
+bool is_safe_relative(const std::string& p) {
+  if (p.empty()) return false;
+  if (p.find('\0') != std::string::npos) return false;
+  const fs::path path(p);
+  if (path.is_absolute() || path.has_root_name() || path.has_root_directory()) return false;
+  for (const auto& part : path) {
+    if (part == "..") return false;
+  }
+  return true;
+}
+
+Status write_all(int fd, const void* data, size_t n, const std::string& path) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Status::io_error(path + ": write failed: " + errno_text(errno));
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+int64_t TensorView::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+// ---------------------------------------------------------------------------
+// SafetensorsFile
+
+SafetensorsFile::~SafetensorsFile() {
+  if (map_ != nullptr) ::munmap(map_, map_size_);
+}
+
+Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) return Status::not_found(path + ": no such file");
+    return Status::io_error(path + ": cannot open: " + errno_text(err));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return Status::io_error(path + ": cannot stat: " + errno_text(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::invalid_argument(path + ": not a regular file");
+  }
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  if (file_size < 8) {
+    ::close(fd);
+    return Status::corrupt(path + ": file is " + std::to_string(file_size) +
+                           " bytes, too short for a safetensors header (8-byte length)");
+  }
+  void* map = ::mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int map_err = errno;
+  ::close(fd);
+  if (map == MAP_FAILED) return Status::io_error(path + ": mmap failed: " + errno_text(map_err));
+
+  std::unique_ptr<SafetensorsFile> f(new SafetensorsFile());
+  f->path_ = path;
+  f->map_ = map;
+  f->map_size_ = file_size;
+  const auto* base = static_cast<const uint8_t*>(map);
+
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | base[i];
+  if (header_len > kMaxHeaderBytes) {
+    return Status::corrupt(path + ": header length " + std::to_string(header_len) +
+                           " exceeds the 100 MB limit");
+  }
+  if (header_len > file_size - 8) {
+    return Status::corrupt(path + ": header length " + std::to_string(header_len) +
+                           " runs past the end of the file (" + std::to_string(file_size) +
+                           " bytes; file truncated?)");
+  }
+  const uint64_t data_size = file_size - 8 - header_len;
+  const uint8_t* data_base = base + 8 + header_len;
+
+  // Parse, noting duplicate top-level keys (nlohmann would keep only one).
+  std::set<std::string> seen_keys;
+  std::string duplicate_key;
+  json header;
+  try {
+    json::parser_callback_t cb = [&](int depth, json::parse_event_t event, json& parsed) {
+      if (event == json::parse_event_t::key && depth == 1 && parsed.is_string()) {
+        const auto& k = parsed.get_ref<const std::string&>();
+        if (!seen_keys.insert(k).second && duplicate_key.empty()) duplicate_key = k;
+      }
+      return true;
+    };
+    header = json::parse(reinterpret_cast<const char*>(base + 8),
+                         reinterpret_cast<const char*>(base + 8 + header_len), cb);
+  } catch (const json::exception& e) {
+    return Status::corrupt(path + ": header is not valid JSON: " + e.what());
+  }
+  if (!header.is_object()) return Status::corrupt(path + ": header is not a JSON object");
+  if (!duplicate_key.empty()) {
+    return Status::corrupt(path + ": tensor '" + duplicate_key + "' appears twice in the header");
+  }
+
+  struct Range {
+    uint64_t begin, end;
+    size_t index;
+  };
+  std::vector<Range> ranges;
+  try {
+    for (const auto& [name, entry] : header.items()) {
+      if (name == "__metadata__") {
+        if (entry.is_null()) continue;
+        if (!entry.is_object()) return Status::corrupt(path + ": __metadata__ is not an object");
+        for (const auto& [k, v] : entry.items()) {
+          if (!v.is_string()) {
+            return Status::corrupt(path + ": __metadata__ value for '" + k + "' is not a string");
+          }
+          f->metadata_[k] = v.get<std::string>();
+        }
+        continue;
+      }
+      const std::string where = path + ": tensor '" + name + "'";
+      if (!entry.is_object()) return Status::corrupt(where + ": entry is not an object");
+      auto dt = entry.find("dtype");
+      if (dt == entry.end() || !dt->is_string()) {
+        return Status::corrupt(where + ": missing or non-string 'dtype'");
+      }
+      TensorView view;
+      view.name = name;
+      view.file = path;
+      const std::string dtype_str = dt->get<std::string>();
+      if (!parse_dtype(dtype_str, &view.dtype)) {
+        return Status::unsupported(where + ": dtype '" + dtype_str +
+                                   "' is not supported (supported: F32, F16, BF16)");
+      }
+      auto sh = entry.find("shape");
+      if (sh == entry.end() || !sh->is_array()) {
+        return Status::corrupt(where + ": missing or non-array 'shape'");
+      }
+      for (const auto& d : *sh) {
+        int64_t v = 0;
+        if (!get_nonneg_int(d, &v)) {
+          return Status::corrupt(where + ": shape must hold non-negative integers, found " +
+                                 (d.is_primitive() ? d.dump() : std::string(d.type_name())));
+        }
+        view.shape.push_back(v);
+      }
+      auto off = entry.find("data_offsets");
+      if (off == entry.end() || !off->is_array() || off->size() != 2) {
+        return Status::corrupt(where + ": missing 'data_offsets' or it is not [begin, end]");
+      }
+      int64_t b = 0, e = 0;
+      if (!get_nonneg_int((*off)[0], &b) || !get_nonneg_int((*off)[1], &e)) {
+        return Status::corrupt(where + ": data_offsets must be two non-negative integers");
+      }
+      const uint64_t begin = static_cast<uint64_t>(b), end = static_cast<uint64_t>(e);
+      if (begin > end) {
+        return Status::corrupt(where + ": data_offsets [" + std::to_string(begin) + "," +
+                               std::to_string(end) + "] has begin > end");
+      }
+      if (end > data_size) {
+        return Status::corrupt(where + ": data_offsets end " + std::to_string(end) +
+                               " is past the end of the data section (" +
+                               std::to_string(data_size) + " bytes; file truncated?)");
+      }
+      uint64_t expect = 0;
+      if (!checked_nbytes(view.shape, view.dtype, &expect)) {
+        return Status::corrupt(where + ": shape " + shape_string(view.shape) +
+                               " overflows the byte count");
+      }
+      if (end - begin != expect) {
+        return Status::corrupt(where + ": data_offsets span " + std::to_string(end - begin) +
+                               " bytes but shape " + shape_string(view.shape) + " of " +
+                               dtype_str + " needs " + std::to_string(expect));
+      }
+      view.data = data_base + begin;
+      view.nbytes = static_cast<size_t>(expect);
+      ranges.push_back({begin, end, f->tensors_.size()});
+      f->tensors_.push_back(std::move(view));
+    }
+  } catch (const json::exception& e) {
+    return Status::corrupt(path + ": malformed header: " + e.what());
+  }
+
+  std::sort(ranges.begin(), ranges.end(), [&](const Range& a, const Range& b) {
+    if (a.begin != b.begin) return a.begin < b.begin;
+    if (a.end != b.end) return a.end < b.end;
+    return f->tensors_[a.index].name < f->tensors_[b.index].name;
+  });
+  const Range* prev = nullptr;  // last non-empty range
+  for (const Range& r : ranges) {
+    if (r.begin == r.end) continue;  // empty tensors occupy no bytes
+    if (prev != nullptr && r.begin < prev->end) {
+      return Status::corrupt(path + ": tensors '" + f->tensors_[prev->index].name + "' [" +
+                             std::to_string(prev->begin) + "," + std::to_string(prev->end) +
+                             ") and '" + f->tensors_[r.index].name + "' [" +
+                             std::to_string(r.begin) + "," + std::to_string(r.end) +
+                             ") overlap");
+    }
+    prev = &r;
+  }
+
+  // tensors() lists the tensors in file order (by data offset, then name).
+  std::vector<TensorView> ordered;
+  ordered.reserve(ranges.size());
+  for (const Range& r : ranges) ordered.push_back(std::move(f->tensors_[r.index]));
+  f->tensors_ = std::move(ordered);
+  for (size_t i = 0; i < f->tensors_.size(); ++i) f->index_[f->tensors_[i].name] = i;
+  return f;
+}
+
+const TensorView* SafetensorsFile::find(const std::string& name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+// ---------------------------------------------------------------------------
+// WeightStore
+
+Result<std::unique_ptr<WeightStore>> WeightStore::open_dir(const std::string& dir) {
+  std::unique_ptr<WeightStore> store(new WeightStore());
+  store->dir_ = dir;
+  const std::string index_path = (fs::path(dir) / "model.safetensors.index.json").string();
+  const std::string single_path = (fs::path(dir) / "model.safetensors").string();
+  std::error_code ec;
+
+  auto add_file = [&](std::unique_ptr<SafetensorsFile> file) -> Status {
+    for (const TensorView& t : file->tensors()) {
+      auto [it, inserted] = store->by_name_.emplace(t.name, &t);
+      if (!inserted) {
+        return Status::corrupt("tensor '" + t.name + "' appears in both " + it->second->file +
+                               " and " + t.file);
+      }
+    }
+    store->files_.push_back(std::move(file));
+    return Status::ok();
+  };
+
+  if (fs::exists(index_path, ec)) {
+    std::string text;
+    LG_RETURN_IF_ERROR(read_text_file(index_path, &text));
+    // shard -> the tensors the index puts there (shards opened in sorted order).
+    std::map<std::string, std::vector<std::string>> shard_tensors;
+    try {
+      const json index = json::parse(text);
+      if (!index.is_object()) return Status::corrupt(index_path + ": not a JSON object");
+      auto wm = index.find("weight_map");
+      if (wm == index.end() || !wm->is_object()) {
+        return Status::corrupt(index_path + ": missing or non-object 'weight_map'");
+      }
+      for (const auto& [name, shard] : wm->items()) {
+        if (!shard.is_string()) {
+          return Status::corrupt(index_path + ": weight_map entry for tensor '" + name +
+                                 "' is not a string");
+        }
+        const std::string s = shard.get<std::string>();
+        if (!is_safe_relative(s)) {
+          return Status::corrupt(index_path + ": tensor '" + name + "' names shard '" + s +
+                                 "', which is not a plain path inside " + dir);
+        }
+        shard_tensors[s].push_back(name);
+      }
+    } catch (const json::exception& e) {
+      return Status::corrupt(index_path + ": invalid JSON: " + e.what());
+    }
+    if (shard_tensors.empty()) return Status::corrupt(index_path + ": weight_map is empty");
+    for (const auto& [shard, names] : shard_tensors) {
+      const std::string shard_path = (fs::path(dir) / shard).string();
+      auto file = SafetensorsFile::open(shard_path);
+      if (!file.is_ok()) {
+        return file.status().with_context(index_path + ": shard '" + shard + "'");
+      }
+      for (const std::string& name : names) {
+        if ((*file)->find(name) == nullptr) {
+          return Status::corrupt(index_path + ": tensor '" + name + "' is mapped to shard " +
+                                 shard_path + ", which does not contain it");
+        }
+      }
+      LG_RETURN_IF_ERROR(add_file(std::move(file).value()));
+    }
+    return store;
+  }
+  if (fs::exists(single_path, ec)) {
+    LG_ASSIGN_OR_RETURN(auto file, SafetensorsFile::open(single_path));
+    LG_RETURN_IF_ERROR(add_file(std::move(file)));
+    return store;
+  }
+  return Status::not_found("no model.safetensors or model.safetensors.index.json in " + dir);
+}
+
+const TensorView* WeightStore::find(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+Result<const TensorView*> WeightStore::require(const std::string& name,
+                                               const std::vector<int64_t>& shape) const {
+  const TensorView* t = find(name);
+  if (t == nullptr) return Status::not_found("tensor '" + name + "' missing from " + dir_);
+  if (t->shape != shape) {
+    return Status::invalid_argument("tensor '" + name + "' in " + t->file + " has shape " +
+                                    shape_string(t->shape) + ", expected " + shape_string(shape));
+  }
+  return t;
+}
+
+std::vector<std::string> WeightStore::names() const {
+  std::vector<std::string> out;
+  out.reserve(by_name_.size());
+  for (const auto& [name, view] : by_name_) out.push_back(name);
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Writing
+
+Result<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::create(
+    const std::string& path, std::vector<TensorSpec> specs,
+    const std::map<std::string, std::string>& metadata) {
+  ordered_json header = ordered_json::object();
+  if (!metadata.empty()) {
+    ordered_json md = ordered_json::object();
+    for (const auto& [k, v] : metadata) md[k] = v;
+    header["__metadata__"] = std::move(md);
+  }
+  std::set<std::string> names;
+  uint64_t offset = 0;
+  for (const TensorSpec& s : specs) {
+    if (s.name.empty() || s.name == "__metadata__") {
+      return Status::invalid_argument(path + ": invalid tensor name '" + s.name + "'");
+    }
+    if (!names.insert(s.name).second) {
+      return Status::invalid_argument(path + ": tensor '" + s.name + "' given twice");
+    }
+    uint64_t nbytes = 0;
+    if (!checked_nbytes(s.shape, s.dtype, &nbytes)) {
+      return Status::invalid_argument(path + ": tensor '" + s.name + "' has invalid shape " +
+                                      shape_string(s.shape));
+    }
+    ordered_json e = ordered_json::object();
+    e["dtype"] = std::string(dtype_name(s.dtype));
+    e["shape"] = s.shape;
+    e["data_offsets"] = {offset, offset + nbytes};
+    header[s.name] = std::move(e);
+    offset += nbytes;
+  }
+  std::string text = header.dump();
+  while (text.size() % 8 != 0) text.push_back(' ');
+
+  static std::atomic<uint64_t> counter{0};
+  std::unique_ptr<SafetensorsWriter> w(new SafetensorsWriter());
+  w->path_ = path;
+  w->tmp_path_ = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  w->data_size_ = offset;
+  w->fd_ = ::open(w->tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (w->fd_ < 0) {
+    return Status::io_error(w->tmp_path_ + ": cannot create: " + errno_text(errno));
+  }
+  uint8_t len[8];
+  uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(n >> (8 * i));
+  LG_RETURN_IF_ERROR(write_all(w->fd_, len, 8, w->tmp_path_));
+  LG_RETURN_IF_ERROR(write_all(w->fd_, text.data(), text.size(), w->tmp_path_));
+  return w;
+}
+
+SafetensorsWriter::~SafetensorsWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!finished_ && !tmp_path_.empty()) ::unlink(tmp_path_.c_str());
+}
+
+Status SafetensorsWriter::append(const void* data, size_t nbytes) {
+  if (finished_ || fd_ < 0) return Status::internal(path_ + ": append after finish");
+  if (nbytes > data_size_ - written_) {
+    return Status::invalid_argument(path_ + ": appending " + std::to_string(nbytes) +
+                                    " bytes exceeds the declared tensors by " +
+                                    std::to_string(nbytes - (data_size_ - written_)));
+  }
+  LG_RETURN_IF_ERROR(write_all(fd_, data, nbytes, tmp_path_));
+  written_ += nbytes;
+  return Status::ok();
+}
+
+Status SafetensorsWriter::finish() {
+  if (finished_ || fd_ < 0) return Status::internal(path_ + ": finish called twice");
+  if (written_ != data_size_) {
+    return Status::invalid_argument(path_ + ": only " + std::to_string(written_) + " of " +
+                                    std::to_string(data_size_) + " data bytes were written");
+  }
+  if (::fdatasync(fd_) != 0) return Status::io_error(tmp_path_ + ": sync failed: " + errno_text(errno));
+  const int rc = ::close(fd_);
+  fd_ = -1;
+  if (rc != 0) return Status::io_error(tmp_path_ + ": close failed: " + errno_text(errno));
+  if (::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
+    return Status::io_error(path_ + ": rename from temporary file failed: " + errno_text(errno));
+  }
+  finished_ = true;
+  return Status::ok();
+}
+
+Status write_safetensors(const std::string& path, const std::vector<TensorData>& tensors,
+                         const std::map<std::string, std::string>& metadata) {
+  std::vector<TensorSpec> specs;
+  specs.reserve(tensors.size());
+  for (const TensorData& t : tensors) {
+    uint64_t nbytes = 0;
+    if (!checked_nbytes(t.shape, t.dtype, &nbytes)) {
+      return Status::invalid_argument(path + ": tensor '" + t.name + "' has invalid shape " +
+                                      shape_string(t.shape));
+    }
+    if (t.bytes.size() != nbytes) {
+      return Status::invalid_argument(path + ": tensor '" + t.name + "' has " +
+                                      std::to_string(t.bytes.size()) + " bytes but shape " +
+                                      shape_string(t.shape) + " of " +
+                                      std::string(dtype_name(t.dtype)) + " needs " +
+                                      std::to_string(nbytes));
+    }
+    specs.push_back({t.name, t.dtype, t.shape});
+  }
+  LG_ASSIGN_OR_RETURN(auto writer, SafetensorsWriter::create(path, std::move(specs), metadata));
+  for (const TensorData& t : tensors) {
+    LG_RETURN_IF_ERROR(writer->append(t.bytes.data(), t.bytes.size()));
+  }
+  return writer->finish();
+}
+
+}  // namespace loragate
