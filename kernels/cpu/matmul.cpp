@@ -1,0 +1,119 @@
+// matmul(): run-time ISA dispatch, M tiling and the OpenMP split over panels.
+//
+// Work split: threads take contiguous ranges of W panels (output columns) and
+// every thread runs all M tiles over its panels, so each weight byte is read
+// from memory once per call and K is never split: batch invariance holds for
+// any thread count.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_internal.h"
+
+namespace loragate::cpu {
+namespace detail {
+
+Isa best_isa() {
+  static const Isa isa = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma"))
+      return Isa::kAvx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::kAvx2;
+    return Isa::kScalar;
+  }();
+  return isa;
+}
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512: return "avx512";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kScalar: return "scalar";
+  }
+  return "?";
+}
+
+int max_mr(Isa isa) { return isa == Isa::kAvx2 ? 3 : kMaxMR; }
+
+namespace {
+
+// Below this many weights a second thread costs more (wake-up, barrier) than
+// it saves.
+constexpr int64_t kMinParallelWeights = 64 * 1024;
+
+// Activations of one tile, transposed so a kernel finds x[r][k] at
+// xp[k * mr + r]: one pointer walks all rows, whatever ldx is.
+void pack_x(const float* x, int64_t ldx, int mr, int64_t k, float* xp) {
+  for (int r = 0; r < mr; ++r) {
+    const float* row = x + r * ldx;
+    for (int64_t i = 0; i < k; ++i) xp[i * mr + r] = row[i];
+  }
+}
+
+}  // namespace
+
+void matmul_with(Isa isa, int threads, const float* x, int64_t m, int64_t ldx, const PackedMatrix& w,
+                 float* y, int64_t ldy) {
+  const int64_t n = w.rows(), k = w.cols();
+  if (m <= 0 || n <= 0) return;
+  if (k == 0) {  // an empty sum
+    for (int64_t i = 0; i < m; ++i) std::memset(y + i * ldy, 0, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+
+  // Near-equal tiles no taller than the kernels allow (32 rows -> 11+11+10),
+  // so no tile is a thin, inefficient remainder.
+  const int mr_max = max_mr(isa);
+  const int ntiles = static_cast<int>((m + mr_max - 1) / mr_max);
+  thread_local std::vector<Tile> tiles;
+  thread_local std::vector<float> xbuf;
+  tiles.resize(static_cast<size_t>(ntiles));
+  if (ntiles > 1 || m > 1) xbuf.resize(static_cast<size_t>(m * k));
+  std::vector<int64_t> row0(static_cast<size_t>(ntiles) + 1);
+  for (int t = 0; t <= ntiles; ++t) row0[static_cast<size_t>(t)] = m * t / ntiles;
+  for (int t = 0; t < ntiles; ++t) {
+    const int64_t r0 = row0[static_cast<size_t>(t)];
+    const int mr = static_cast<int>(row0[static_cast<size_t>(t) + 1] - r0);
+    // A single row needs no packing: its activations are already k-contiguous.
+    tiles[static_cast<size_t>(t)] = {mr == 1 ? x + r0 * ldx : xbuf.data() + r0 * k, mr, y + r0 * ldy};
+  }
+
+  const int64_t panels = num_panels(n);
+  int nthreads = threads > 0 ? threads : omp_get_max_threads();
+  if (n * k < kMinParallelWeights) nthreads = 1;
+  nthreads = static_cast<int>(std::min<int64_t>(nthreads, panels));
+
+  const Tile* tl = tiles.data();
+  float* xb = xbuf.data();
+#pragma omp parallel num_threads(nthreads) if (nthreads > 1)
+  {
+#pragma omp for schedule(static)
+    for (int t = 0; t < ntiles; ++t) {
+      const Tile& tile = tl[t];
+      if (tile.mr > 1) pack_x(x + row0[static_cast<size_t>(t)] * ldx, ldx, tile.mr, k, xb + row0[static_cast<size_t>(t)] * k);
+    }  // implicit barrier: every tile is packed before any kernel reads it
+    const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
+    const int64_t p0 = panels * id / nt, p1 = panels * (id + 1) / nt;
+    if (p0 < p1) {
+      switch (isa) {
+        case Isa::kAvx512: run_panels_avx512(tl, ntiles, ldy, w, p0, p1); break;
+        case Isa::kAvx2: run_panels_avx2(tl, ntiles, ldy, w, p0, p1); break;
+        case Isa::kScalar: run_panels_scalar(tl, ntiles, ldy, w, p0, p1); break;
+      }
+    }
+  }
+}
+
+}  // namespace detail
+
+void matmul(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, float* y, int64_t ldy) {
+  detail::matmul_with(detail::best_isa(), 0, x, m, ldx, w, y, ldy);
+}
+
+const char* matmul_isa() { return detail::isa_name(detail::best_isa()); }
+
+}  // namespace loragate::cpu

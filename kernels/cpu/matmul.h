@@ -1,0 +1,56 @@
+// Dense matrix multiply for linear layers: y[m, :] = W · x[m, :] for a
+// weight W stored [out, in] (Hugging Face order), i.e. Y = X · Wᵀ.
+//
+// Weights are packed once at load time into a layout the kernels stream
+// through (f32 or bf16 storage; arithmetic is always f32 with FMA).
+//
+// Batch invariance (a contract the engine relies on): every output element
+// y[m][n] is computed with the same sequence of floating-point operations
+// whatever M is and wherever row m sits in the batch, so a sequence's result
+// never depends on what else is batched with it.
+//
+// Threading: matmul() parallelises internally (OpenMP); a PackedMatrix is
+// immutable after packing and may be shared by threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "common/dtype.h"
+
+namespace loragate::cpu {
+
+class PackedMatrix {
+ public:
+  PackedMatrix() = default;
+  // Packs a row-major [rows, cols] matrix of `src_dtype` (F32, F16 or BF16)
+  // into `storage` (F32 or BF16; BF16 rounds to nearest even).
+  static PackedMatrix pack(const void* src, DType src_dtype, int64_t rows, int64_t cols, DType storage);
+
+  int64_t rows() const { return rows_; }  // out features (N)
+  int64_t cols() const { return cols_; }  // in features (K)
+  DType storage() const { return storage_; }
+  size_t bytes() const { return bytes_; }   // memory held by the packed data
+  const void* data() const { return data_.get(); }
+  bool empty() const { return rows_ == 0; }
+
+  // Unpacks element (r, c) as f32 (slow; for tests and tied-embedding lookups).
+  float at(int64_t r, int64_t c) const;
+
+ private:
+  struct FreeDeleter { void operator()(void* p) const; };
+  int64_t rows_ = 0, cols_ = 0;
+  DType storage_ = DType::kF32;
+  size_t bytes_ = 0;
+  std::unique_ptr<void, FreeDeleter> data_;  // 64-byte aligned
+};
+
+// y[m * ldy + n] = sum_k x[m * ldx + k] * W[n][k] for m < M, n < W.rows().
+// Overwrites y. x and y must not alias.
+void matmul(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, float* y, int64_t ldy);
+
+// Which instruction set the kernels dispatched to on this machine ("avx512", "avx2", "scalar").
+const char* matmul_isa();
+
+}  // namespace loragate::cpu
