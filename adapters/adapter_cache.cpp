@@ -1,0 +1,255 @@
+#include "adapters/adapter_cache.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace loragate {
+
+const char* adapter_tier_name(AdapterTier t) {
+  switch (t) {
+    case AdapterTier::kDisk: return "disk";
+    case AdapterTier::kLoading: return "loading";
+    case AdapterTier::kHost: return "host";
+    case AdapterTier::kSlot: return "slot";
+    case AdapterTier::kFailed: return "failed";
+  }
+  return "disk";
+}
+
+AdapterCache::AdapterCache(const ModelConfig& base, AdapterCacheOptions options)
+    : base_(base),
+      options_(options),
+      slot_owner_(static_cast<size_t>(options.max_loras)),
+      slot_pins_(static_cast<size_t>(options.max_loras), 0),
+      slots_(base, options.max_loras, options.max_rank) {
+  loader_ = std::thread([this] { loader_main(); });
+}
+
+AdapterCache::~AdapterCache() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  work_.notify_all();
+  loader_.join();
+}
+
+Status AdapterCache::add(const std::string& name, const std::string& path) {
+  if (name.empty()) return Status::invalid_argument("an adapter needs a name");
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(name);
+  if (it != entries_.end() && !it->second.removed) {
+    return Status::invalid_argument("adapter '" + name + "' is already registered");
+  }
+  if (it != entries_.end()) return Status::resource_exhausted("adapter '" + name + "' is still being removed; retry");
+  entries_[name].path = path;
+  return Status::ok();
+}
+
+Status AdapterCache::load_now(const std::string& name) {
+  std::string path;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(name);
+    if (it == entries_.end() || it->second.removed) return Status::not_found("adapter '" + name + "' is not registered");
+    if (it->second.host) return Status::ok();
+    path = it->second.path;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  Result<std::shared_ptr<const LoraAdapter>> loaded = LoraAdapter::load(path, base_, options_.max_rank);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(name);
+  if (!loaded.is_ok()) {
+    ++stats_.load_failures;
+    if (it != entries_.end()) it->second.error = loaded.status();
+    return loaded.status();
+  }
+  ++stats_.loads;
+  stats_.load_ms_total += ms;
+  if (it != entries_.end() && !it->second.host) {
+    it->second.host = std::move(loaded).value();
+    it->second.error = Status::ok();
+    stats_.host_bytes += static_cast<int64_t>(it->second.host->bytes());
+    host_lru_.push_back(name);
+    evict_host_locked();
+  }
+  return Status::ok();
+}
+
+Status AdapterCache::remove(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(name);
+  if (it == entries_.end() || it->second.removed) return Status::not_found("adapter '" + name + "' is not registered");
+  it->second.removed = true;
+  return Status::ok();
+}
+
+bool AdapterCache::contains(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(name);
+  return it != entries_.end() && !it->second.removed;
+}
+
+std::vector<AdapterInfo> AdapterCache::list() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<AdapterInfo> out;
+  for (const auto& [name, e] : entries_) {
+    if (e.removed) continue;
+    AdapterInfo info;
+    info.name = name;
+    info.path = e.path;
+    info.tier = e.slot >= 0 ? AdapterTier::kSlot
+                : e.host   ? AdapterTier::kHost
+                : e.loading ? AdapterTier::kLoading
+                : !e.error.is_ok() ? AdapterTier::kFailed
+                                   : AdapterTier::kDisk;
+    if (e.host) {
+      info.rank = e.host->max_rank();
+      info.bytes = e.host->bytes();
+    }
+    info.error = e.error.is_ok() ? "" : e.error.message();
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+AdapterCacheStats AdapterCache::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  AdapterCacheStats s = stats_;
+  s.slots_used = static_cast<int32_t>(std::count_if(slot_owner_.begin(), slot_owner_.end(),
+                                                    [](const std::string& o) { return !o.empty(); }));
+  s.slots_pinned = static_cast<int32_t>(std::count_if(slot_pins_.begin(), slot_pins_.end(), [](int32_t p) { return p > 0; }));
+  return s;
+}
+
+AdapterCache::AcquireResult AdapterCache::acquire(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(name);
+  if (it == entries_.end() || it->second.removed) {
+    return {Acquire::kFailed, -1, Status::not_found("adapter '" + name + "' is not registered")};
+  }
+  Entry& e = it->second;
+  if (e.slot >= 0) {
+    ++slot_pins_[e.slot];
+    slot_lru_.remove(e.slot);
+    slot_lru_.push_back(e.slot);
+    ++stats_.slot_hits;
+    return {Acquire::kReady, e.slot, Status::ok()};
+  }
+  if (!e.host) {
+    if (!e.error.is_ok() && !e.loading) return {Acquire::kFailed, -1, e.error};
+    if (!e.loading) {
+      e.loading = true;
+      load_queue_.push_back(name);
+      ++stats_.misses;
+      work_.notify_one();
+    }
+    return {Acquire::kWaitLoad, -1, Status::ok()};
+  }
+  const int32_t slot = find_slot_locked();
+  if (slot < 0) return {Acquire::kWaitSlot, -1, Status::ok()};
+  slots_.set(slot, *e.host);
+  slot_owner_[slot] = name;
+  slot_pins_[slot] = 1;
+  slot_lru_.push_back(slot);
+  e.slot = slot;
+  host_lru_.remove(name);
+  host_lru_.push_back(name);
+  ++stats_.host_hits;
+  return {Acquire::kReady, slot, Status::ok()};
+}
+
+int32_t AdapterCache::find_slot_locked() {
+  for (int32_t s = 0; s < static_cast<int32_t>(slot_owner_.size()); ++s) {
+    if (slot_owner_[s].empty()) return s;
+  }
+  for (int32_t s : slot_lru_) {  // least recently used unpinned slot
+    if (slot_pins_[s] > 0) continue;
+    auto owner = entries_.find(slot_owner_[s]);
+    if (owner != entries_.end()) owner->second.slot = -1;
+    slot_lru_.remove(s);
+    slot_owner_[s].clear();
+    slots_.reset(s);
+    ++stats_.slot_evictions;
+    return s;
+  }
+  return -1;
+}
+
+void AdapterCache::release(int32_t slot) {
+  if (slot < 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (slot_pins_[slot] > 0) --slot_pins_[slot];
+}
+
+void AdapterCache::collect_removed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    Entry& e = it->second;
+    const bool pinned = e.slot >= 0 && slot_pins_[e.slot] > 0;
+    if (!e.removed || pinned || e.loading) {
+      ++it;
+      continue;
+    }
+    if (e.slot >= 0) {
+      slots_.reset(e.slot);
+      slot_owner_[e.slot].clear();
+      slot_lru_.remove(e.slot);
+    }
+    if (e.host) stats_.host_bytes -= static_cast<int64_t>(e.host->bytes());
+    host_lru_.remove(it->first);
+    it = entries_.erase(it);
+  }
+}
+
+void AdapterCache::evict_host_locked() {
+  // Oldest first; an adapter in a slot keeps working from the slot's copy.
+  for (auto it = host_lru_.begin(); it != host_lru_.end() && stats_.host_bytes > options_.host_budget_bytes;) {
+    Entry& e = entries_[*it];
+    if (e.host && host_lru_.size() > 1) {
+      stats_.host_bytes -= static_cast<int64_t>(e.host->bytes());
+      e.host.reset();
+      ++stats_.host_evictions;
+      it = host_lru_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void AdapterCache::loader_main() {
+  for (;;) {
+    std::string name, path;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_.wait(lock, [&] { return stopping_ || !load_queue_.empty(); });
+      if (stopping_) return;
+      name = load_queue_.front();
+      load_queue_.pop_front();
+      path = entries_[name].path;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    Result<std::shared_ptr<const LoraAdapter>> loaded = LoraAdapter::load(path, base_, options_.max_rank);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(name);
+    if (it == entries_.end()) continue;
+    Entry& e = it->second;
+    e.loading = false;
+    if (!loaded.is_ok()) {
+      e.error = loaded.status();
+      ++stats_.load_failures;
+      continue;
+    }
+    ++stats_.loads;
+    stats_.load_ms_total += ms;
+    e.error = Status::ok();
+    e.host = std::move(loaded).value();
+    stats_.host_bytes += static_cast<int64_t>(e.host->bytes());
+    host_lru_.push_back(name);
+    evict_host_locked();
+  }
+}
+
+}  // namespace loragate

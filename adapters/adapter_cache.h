@@ -1,0 +1,129 @@
+// AdapterCache: the three tiers one engine's LoRA adapters live in.
+//
+//   disk   -> registered name -> directory (add/remove)
+//   host   -> loaded, validated adapters, LRU-evicted past a byte budget
+//   slots  -> the engine's preallocated LoraSlots; a slot is pinned while a
+//             running sequence uses it and is never evicted then
+//
+// Loads run on a loader thread: the step loop never waits on disk. acquire()
+// either pins a slot or says why the caller must wait (loading, or every
+// slot pinned). Thread-safety: add/remove/contains/stats/list may be called
+// from any thread; acquire/release/collect_removed and slots() belong to the
+// engine's step thread (slot contents change only there, between forwards).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "adapters/lora_adapter.h"
+#include "adapters/lora_slots.h"
+#include "common/status.h"
+#include "engine/loader/model_config.h"
+
+namespace loragate {
+
+struct AdapterCacheOptions {
+  int32_t max_loras = 8;                   // slots usable in one step
+  int32_t max_rank = 16;                   // largest adapter rank accepted
+  int64_t host_budget_bytes = 2ll << 30;   // loaded adapters kept in host memory
+};
+
+struct AdapterCacheStats {
+  int64_t slot_hits = 0;      // acquire found the adapter in a slot
+  int64_t host_hits = 0;      // acquire copied it into a slot from host memory
+  int64_t misses = 0;         // acquire had to start a load from disk
+  int64_t loads = 0;          // loads completed
+  int64_t load_failures = 0;
+  int64_t host_evictions = 0;
+  int64_t slot_evictions = 0;
+  double load_ms_total = 0;   // time spent loading from disk
+  int64_t host_bytes = 0;
+  int32_t slots_used = 0;     // slots holding an adapter
+  int32_t slots_pinned = 0;   // slots in use by running sequences
+};
+
+enum class AdapterTier { kDisk, kLoading, kHost, kSlot, kFailed };
+const char* adapter_tier_name(AdapterTier t);  // "disk", "loading", "host", "slot", "failed"
+
+struct AdapterInfo {
+  std::string name, path;
+  AdapterTier tier = AdapterTier::kDisk;
+  int64_t rank = 0;          // 0 until loaded
+  size_t bytes = 0;          // 0 until loaded
+  std::string error;         // why the last load failed
+};
+
+class AdapterCache {
+ public:
+  AdapterCache(const ModelConfig& base, AdapterCacheOptions options);
+  ~AdapterCache();
+  AdapterCache(const AdapterCache&) = delete;
+  AdapterCache& operator=(const AdapterCache&) = delete;
+
+  // Registers `name` for the adapter in `path` (not loaded yet). Fails when
+  // the name is taken.
+  Status add(const std::string& name, const std::string& path);
+  // Loads now, on the caller's thread, and keeps the result in the host tier:
+  // used to validate an adapter before accepting its registration.
+  Status load_now(const std::string& name);
+  // New acquisitions of `name` fail from now on; its slot is freed once no
+  // running sequence uses it (at the next collect_removed).
+  Status remove(const std::string& name);
+  bool contains(const std::string& name) const;
+  std::vector<AdapterInfo> list() const;
+  AdapterCacheStats stats() const;
+  const AdapterCacheOptions& options() const { return options_; }
+
+  // --- step thread ---------------------------------------------------------
+  enum class Acquire { kReady, kWaitLoad, kWaitSlot, kFailed };
+  struct AcquireResult {
+    Acquire state = Acquire::kFailed;
+    int32_t slot = -1;
+    Status error;  // with kFailed
+  };
+  // Pins a slot holding `name`, loading or evicting as needed.
+  AcquireResult acquire(const std::string& name);
+  // Unpins a slot acquired before.
+  void release(int32_t slot);
+  // Frees the unpinned slots of removed adapters and forgets them.
+  void collect_removed();
+  const LoraSlots& slots() const { return slots_; }
+
+ private:
+  struct Entry {
+    std::string path;
+    std::shared_ptr<const LoraAdapter> host;  // null until loaded (or after eviction)
+    bool loading = false;
+    bool removed = false;
+    Status error;                              // last load failure
+    int32_t slot = -1;
+  };
+  void loader_main();
+  void evict_host_locked();
+  int32_t find_slot_locked();
+
+  const ModelConfig base_;
+  const AdapterCacheOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable work_;
+  std::map<std::string, Entry> entries_;          // guarded by mu_
+  std::list<std::string> host_lru_;               // guarded by mu_; most recent at the back
+  std::vector<std::string> slot_owner_;           // guarded by mu_; "" = free
+  std::vector<int32_t> slot_pins_;                // guarded by mu_
+  std::list<int32_t> slot_lru_;                   // guarded by mu_; most recent at the back
+  std::deque<std::string> load_queue_;            // guarded by mu_
+  AdapterCacheStats stats_;                       // guarded by mu_
+  bool stopping_ = false;                         // guarded by mu_
+  LoraSlots slots_;                               // written only on the step thread
+  std::thread loader_;
+};
+
+}  // namespace loragate
