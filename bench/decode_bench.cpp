@@ -1,0 +1,167 @@
+#include "bench/decode_bench.h"
+
+#include <omp.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+
+#include "bench/roofline.h"
+#include "engine/engine.h"
+
+namespace loragate::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::vector<int32_t> synthetic_prompt(int len, int64_t vocab, int salt) {
+  std::vector<int32_t> ids(static_cast<size_t>(len));
+  for (int i = 0; i < len; ++i) ids[i] = static_cast<int32_t>(3 + (i * 7919 + salt * 104729) % (vocab - 3));
+  return ids;
+}
+
+GenerationRequest request(int prompt_len, int max_tokens, int64_t vocab, int salt) {
+  GenerationRequest r;
+  r.prompt_ids = synthetic_prompt(prompt_len, vocab, salt);
+  r.params.temperature = 0.0f;
+  r.params.max_tokens = max_tokens;
+  r.params.ignore_eos = true;
+  return r;
+}
+
+// Seconds to prefill one prompt of `len` tokens (one step, whole prompt).
+Result<double> time_prefill(Engine& engine, int len) {
+  LG_RETURN_IF_ERROR(engine.add_request(request(len, 1, engine.config().vocab_size, 1)).status());
+  const Clock::time_point start = Clock::now();
+  while (engine.has_unfinished()) LG_RETURN_IF_ERROR(engine.step());
+  const double s = seconds_since(start);
+  engine.take_finished();
+  return s;
+}
+
+// Decode tokens/s of `batch` sequences at a context of about `len` tokens.
+// The token budget holds every prompt, so the first step prefills them all
+// and each later step decodes exactly `batch` tokens.
+Result<double> time_decode(Engine& engine, int batch, int len, int steps) {
+  for (int b = 0; b < batch; ++b) {
+    LG_RETURN_IF_ERROR(engine.add_request(request(len, steps + 1, engine.config().vocab_size, b + 2)).status());
+  }
+  LG_RETURN_IF_ERROR(engine.step());
+  const int64_t before = engine.stats().generated_tokens;
+  const Clock::time_point start = Clock::now();
+  while (engine.has_unfinished()) LG_RETURN_IF_ERROR(engine.step());
+  const double s = seconds_since(start);
+  const int64_t tokens = engine.stats().generated_tokens - before;
+  engine.take_finished();
+  return static_cast<double>(tokens) / s;
+}
+
+struct Figures {
+  std::vector<double> prefill_tps;
+  std::map<int, std::vector<double>> decode_tps;
+};
+
+// Bytes of weights streamed by one decode step (embedding rows aside) and the
+// matmul FLOPs of one token.
+struct ModelCost {
+  double weight_bytes = 0;
+  double flops_per_token = 0;
+};
+
+ModelCost model_cost(const Engine& engine) {
+  const LlamaWeights& w = engine.model().weights();
+  ModelCost cost;
+  auto add = [&](const cpu::PackedMatrix& m) {
+    cost.weight_bytes += static_cast<double>(m.bytes());
+    cost.flops_per_token += 2.0 * static_cast<double>(m.rows()) * static_cast<double>(m.cols());
+  };
+  for (const LayerWeights& l : w.layers()) {
+    add(l.qkv);
+    add(l.o);
+    add(l.gate_up);
+    add(l.down);
+  }
+  add(w.lm_head());
+  return cost;
+}
+
+}  // namespace
+
+Status run_decode_bench(const DecodeBenchOptions& o) {
+  if (o.threads > 0) omp_set_num_threads(o.threads);
+  const int threads = omp_get_max_threads();
+  std::printf("loragate decode benchmark: model %s, prompt %d, %d decode steps, %d reps, %d threads, matmul %s\n",
+              o.model_dir.c_str(), o.prompt_len, o.decode_steps, o.reps, threads, cpu::matmul_isa());
+
+  std::vector<std::unique_ptr<Engine>> engines;
+  for (const std::string& d : o.dtypes) {
+    EngineOptions eo;
+    eo.weight_dtype = d == "bf16" ? DType::kBF16 : DType::kF32;
+    const int max_batch = *std::max_element(o.batches.begin(), o.batches.end());
+    eo.max_num_seqs = max_batch;
+    eo.max_num_batched_tokens = static_cast<int64_t>(max_batch) * o.prompt_len;
+    eo.kv_num_blocks = max_batch * ((o.prompt_len + o.decode_steps + 16) / 16 + 1) + 8;
+    LG_ASSIGN_OR_RETURN(std::unique_ptr<Engine> e, Engine::load(o.model_dir, eo));
+    engines.push_back(std::move(e));
+  }
+
+  std::vector<double> triad, fma;
+  std::vector<Figures> figures(engines.size());
+  for (int rep = 0; rep < o.reps; ++rep) {
+    triad.push_back(measure_triad_gbps(threads, 3));
+    fma.push_back(measure_peak_fma_gflops(threads, 3));
+    for (size_t i = 0; i < engines.size(); ++i) {  // interleave dtypes within each rep
+      LG_ASSIGN_OR_RETURN(double s, time_prefill(*engines[i], o.prompt_len));
+      figures[i].prefill_tps.push_back(o.prompt_len / s);
+      for (int b : o.batches) {
+        LG_ASSIGN_OR_RETURN(double tps, time_decode(*engines[i], b, o.prompt_len, o.decode_steps));
+        figures[i].decode_tps[b].push_back(tps);
+      }
+    }
+  }
+
+  const double bw = median(triad), peak = median(fma);
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  std::printf("\nmachine (medians of %d, measured between the runs): triad %.1f GB/s (min %.1f, max %.1f), "
+              "peak f32 FMA %.1f GFLOP/s\n",
+              o.reps, bw, *std::min_element(triad.begin(), triad.end()), *std::max_element(triad.begin(), triad.end()),
+              peak);
+  std::printf("peak RSS of the process (all models loaded): %.1f MiB\n\n", ru.ru_maxrss / 1024.0);
+  std::printf("%-5s %-14s %12s %14s %14s %10s\n", "dtype", "figure", "tokens/s", "roofline t/s", "bound", "of roof");
+  for (size_t i = 0; i < engines.size(); ++i) {
+    const ModelCost cost = model_cost(*engines[i]);
+    const std::string& d = o.dtypes[i];
+    const double pre = median(figures[i].prefill_tps);
+    const double pre_roof = peak * 1e9 / cost.flops_per_token;
+    std::printf("%-5s %-14s %12.1f %14.1f %14s %9.1f%%\n", d.c_str(), ("prefill " + std::to_string(o.prompt_len)).c_str(),
+                pre, pre_roof, "compute", 100.0 * pre / pre_roof);
+    for (int b : o.batches) {
+      const double tps = median(figures[i].decode_tps[b]);
+      // A decode step streams every weight once and does batch × flops_per_token.
+      const double bw_roof = b * bw * 1e9 / cost.weight_bytes;
+      const double fl_roof = peak * 1e9 / cost.flops_per_token;
+      const bool memory_bound = bw_roof < fl_roof;
+      const double roof = std::min(bw_roof, fl_roof);
+      std::printf("%-5s %-14s %12.1f %14.1f %14s %9.1f%%   (bandwidth roof %.1f: %.1f%%, compute roof %.1f: %.1f%%)\n",
+                  d.c_str(), ("decode b=" + std::to_string(b)).c_str(), tps, roof, memory_bound ? "bandwidth" : "compute",
+                  100.0 * tps / roof, bw_roof, 100.0 * tps / bw_roof, fl_roof, 100.0 * tps / fl_roof);
+    }
+    std::printf("%-5s weights %.1f MiB, KV cache %.1f MiB, %.2f GFLOP per token\n", d.c_str(),
+                engines[i]->model().weights().bytes() / 1048576.0, engines[i]->kv_cache_bytes() / 1048576.0,
+                cost.flops_per_token / 1e9);
+  }
+  return Status::ok();
+}
+
+}  // namespace loragate::bench

@@ -1,0 +1,15 @@
+// The subcommands of the `loragate` binary; each file registers one.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace loragate::cli {
+
+void add_generate_command(CLI::App& app);
+void add_synth_model_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
+
+// Prints "loragate: <message>" to stderr; returns the exit code 1.
+int fail(const std::string& message);
+
+}  // namespace loragate::cli

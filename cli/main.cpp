@@ -1,0 +1,31 @@
+// loragate: the single binary — generate, synth-model, bench (serve, adapter
+// and eval join as the gateway and evaluator land).
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.h"
+
+namespace loragate::cli {
+
+int fail(const std::string& message) {
+  std::cerr << "loragate: " << message << "\n";
+  return 1;
+}
+
+}  // namespace loragate::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"loragate: multi-LoRA LLM serving engine"};
+  app.require_subcommand(1);
+  loragate::cli::add_generate_command(app);
+  loragate::cli::add_synth_model_command(app);
+  loragate::cli::add_bench_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {  // a command's own failure, already reported
+    return e.get_exit_code();
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return 0;
+}

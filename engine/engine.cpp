@@ -1,0 +1,249 @@
+#include "engine/engine.h"
+
+#include <filesystem>
+#include <random>
+#include <thread>
+
+namespace loragate {
+namespace {
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+}  // namespace
+
+Engine::Engine(EngineOptions options, std::unique_ptr<LlamaModel> model, std::unique_ptr<Tokenizer> tokenizer,
+               KvCache cache)
+    : options_(options),
+      model_(std::move(model)),
+      tokenizer_(std::move(tokenizer)),
+      cache_(std::move(cache)),
+      blocks_(cache_.num_blocks(), cache_.block_size()),
+      adapters_(options.max_loras > 0
+                    ? std::make_unique<AdapterCache>(model_->config(),
+                                                     AdapterCacheOptions{options.max_loras, options.max_lora_rank,
+                                                                         options.adapter_host_bytes})
+                    : nullptr),
+      scheduler_(std::make_unique<Scheduler>(
+          SchedulerOptions{options.max_num_batched_tokens, options.max_num_seqs}, &blocks_, adapters_.get())),
+      seed_counter_(std::random_device{}()) {
+  const ModelConfig& c = model_->config();
+  eos_ids_ = c.eos_token_ids;
+  if (eos_ids_.empty() && tokenizer_ && tokenizer_->eos_id()) eos_ids_.push_back(*tokenizer_->eos_id());
+  max_model_len_ = options.max_model_len > 0 ? std::min(options.max_model_len, c.max_position_embeddings)
+                                             : c.max_position_embeddings;
+}
+
+Engine::~Engine() = default;
+
+Result<std::unique_ptr<Engine>> Engine::load(const std::string& model_dir, const EngineOptions& options) {
+  if (options.max_num_batched_tokens <= 0) return Status::invalid_argument("max_num_batched_tokens must be > 0");
+  if (options.max_num_seqs <= 0) return Status::invalid_argument("max_num_seqs must be > 0");
+  if (options.max_loras < 0) return Status::invalid_argument("max_loras must be >= 0");
+  if (options.max_loras > 0 && options.max_lora_rank <= 0) return Status::invalid_argument("max_lora_rank must be > 0");
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model, LlamaModel::load(model_dir, options.weight_dtype));
+  std::unique_ptr<Tokenizer> tokenizer;
+  if (std::filesystem::exists(std::filesystem::path(model_dir) / "tokenizer.json")) {
+    LG_ASSIGN_OR_RETURN(tokenizer, Tokenizer::load(model_dir));
+  }
+  LG_ASSIGN_OR_RETURN(KvCache cache, KvCache::create(model->config(), options.kv_block_size, options.kv_num_blocks,
+                                                     options.kv_cache_bytes));
+  return std::unique_ptr<Engine>(new Engine(options, std::move(model), std::move(tokenizer), std::move(cache)));
+}
+
+Status Engine::validate_request(const GenerationRequest& request) const {
+  LG_RETURN_IF_ERROR(request.params.validate());
+  if (request.prompt_ids.empty()) return Status::invalid_argument("the prompt is empty");
+  if (!request.adapter.empty() && (adapters_ == nullptr || !adapters_->contains(request.adapter))) {
+    return Status::not_found("adapter '" + request.adapter + "' is not registered");
+  }
+  const int64_t vocab = config().vocab_size;
+  for (int32_t t : request.prompt_ids) {
+    if (t < 0 || t >= vocab) {
+      return Status::invalid_argument("prompt token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                                      std::to_string(vocab) + ")");
+    }
+  }
+  const int64_t total = static_cast<int64_t>(request.prompt_ids.size()) + request.params.max_tokens;
+  if (total > max_model_len_) {
+    return Status::invalid_argument("prompt (" + std::to_string(request.prompt_ids.size()) + " tokens) + max_tokens (" +
+                                    std::to_string(request.params.max_tokens) + ") exceeds the model length of " +
+                                    std::to_string(max_model_len_));
+  }
+  // With a sliding window only the last window's blocks (plus a chunk) are ever held.
+  const int64_t window = config().sliding_window;
+  const int64_t live = window > 0 ? std::min(total, window - 1 + options_.max_num_batched_tokens) : total;
+  const int64_t blocks_needed = (live + cache_.block_size() - 1) / cache_.block_size() + (window > 0 ? 1 : 0);
+  if (blocks_needed > cache_.num_blocks()) {
+    return Status::resource_exhausted("request needs " + std::to_string(blocks_needed) +
+                                      " KV blocks but the pool has " + std::to_string(cache_.num_blocks()));
+  }
+  return Status::ok();
+}
+
+Result<int64_t> Engine::add_request(GenerationRequest request, int64_t id) {
+  LG_RETURN_IF_ERROR(validate_request(request));
+  if (id <= 0) id = next_id_;
+  if (sequences_.count(id) != 0) return Status::invalid_argument("request id " + std::to_string(id) + " is in use");
+  next_id_ = std::max(next_id_, id + 1);
+  const uint64_t seed = request.params.seed ? *request.params.seed : seed_counter_++;
+  auto seq = std::make_unique<Sequence>(id, std::move(request.prompt_ids), std::move(request.params), seed,
+                                        tokenizer_.get(), Clock::now());
+  seq->sink = request.sink;
+  seq->adapter = std::move(request.adapter);
+  counters_.prompt_tokens += static_cast<int64_t>(seq->prompt_ids().size());
+  Sequence* raw = seq.get();
+  sequences_.emplace(id, std::move(seq));
+  if (raw->finished()) {  // max_tokens == 0
+    retire(*raw);
+    return id;
+  }
+  scheduler_->add(raw);
+  return id;
+}
+
+bool Engine::cancel(int64_t id) {
+  auto it = sequences_.find(id);
+  if (it == sequences_.end()) return false;
+  Sequence& seq = *it->second;
+  scheduler_->remove(&seq);
+  seq.finish(FinishReason::kCancelled);
+  retire(seq);
+  return true;
+}
+
+void Engine::cancel_all() {
+  std::vector<int64_t> ids;
+  for (const auto& [id, seq] : sequences_) ids.push_back(id);
+  for (int64_t id : ids) cancel(id);
+}
+
+void Engine::retire(Sequence& seq) {
+  GenerationResult result = make_result(seq);
+  if (seq.sink != nullptr) {
+    seq.sink->on_finish(result);
+  } else {
+    finished_.push_back(std::move(result));
+  }
+  sequences_.erase(seq.id());
+}
+
+Status Engine::step() {
+  last_step_progress_ = false;
+  if (adapters_) adapters_->collect_removed();
+  std::vector<ScheduledChunk> chunks = scheduler_->schedule();
+  for (Sequence* failed : scheduler_->take_failed()) {
+    retire(*failed);
+    last_step_progress_ = true;
+  }
+  if (chunks.empty()) return Status::ok();
+  last_step_progress_ = true;
+  // Group sequences by adapter slot so each adapter's tokens form one segment.
+  std::stable_sort(chunks.begin(), chunks.end(),
+                   [](const ScheduledChunk& a, const ScheduledChunk& b) { return a.seq->lora_slot < b.seq->lora_slot; });
+  const Clock::time_point start = Clock::now();
+  batch_.clear();
+  for (const ScheduledChunk& c : chunks) {
+    Sequence& seq = *c.seq;
+    if (!seq.first_scheduled) seq.first_scheduled = start;
+    ForwardSeq fs;
+    fs.token_begin = batch_.num_tokens();
+    fs.num_tokens = c.num_tokens;
+    fs.start_pos = seq.num_computed();
+    fs.block_table = seq.blocks().data();
+    fs.want_logits = seq.num_computed() + c.num_tokens == seq.total_len();
+    fs.lora_slot = seq.lora_slot;
+    for (int64_t i = 0; i < c.num_tokens; ++i) {
+      batch_.tokens.push_back(seq.token_at(fs.start_pos + i));
+      batch_.positions.push_back(static_cast<int32_t>(fs.start_pos + i));
+    }
+    batch_.seqs.push_back(fs);
+  }
+  const int64_t vocab = config().vocab_size;
+  logits_.resize(static_cast<size_t>(batch_.num_logit_rows() * vocab));
+  LG_RETURN_IF_ERROR(model_->forward(batch_, cache_, workspace_, logits_.data(),
+                                     adapters_ ? &adapters_->slots() : nullptr));
+
+  const Clock::time_point now = Clock::now();
+  const int64_t window = config().sliding_window;
+  int64_t row = 0;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    Sequence& seq = *chunks[i].seq;
+    seq.advance_computed(chunks[i].num_tokens);
+    if (batch_.seqs[i].want_logits) {
+      const int32_t token = seq.sampler().sample(logits_.data() + row * vocab, vocab);
+      ++row;
+      const std::string delta = seq.append_token(token, eos_ids_, now);
+      if (seq.sink != nullptr) seq.sink->on_token(seq.id(), token, delta);
+      ++counters_.generated_tokens;
+    }
+    if (window > 0) blocks_.release_before(seq.blocks(), seq.num_computed() - window + 1);
+  }
+  scheduler_->release_finished();
+  for (const ScheduledChunk& c : chunks) {
+    if (c.seq->finished()) retire(*c.seq);
+  }
+  ++counters_.steps;
+  return Status::ok();
+}
+
+GenerationResult Engine::make_result(const Sequence& seq) const {
+  GenerationResult r;
+  r.id = seq.id();
+  r.prompt_ids = seq.prompt_ids();
+  r.output_ids = seq.output_ids();
+  r.text = seq.text();
+  r.finish_reason = seq.finish_reason();
+  r.adapter = seq.adapter;
+  if (!seq.error().is_ok()) r.error = seq.error().message();
+  r.preemptions = seq.preemptions;
+  if (seq.first_scheduled) r.queue_ms = ms_between(seq.arrival(), *seq.first_scheduled);
+  const auto& times = seq.token_times();
+  if (!times.empty()) r.ttft_ms = ms_between(seq.arrival(), times.front());
+  for (size_t i = 1; i < times.size(); ++i) r.itl_ms.push_back(ms_between(times[i - 1], times[i]));
+  return r;
+}
+
+std::vector<GenerationResult> Engine::take_finished() { return std::exchange(finished_, {}); }
+
+Result<std::vector<GenerationResult>> Engine::generate(std::vector<GenerationRequest> requests) {
+  std::map<int64_t, size_t> order;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    LG_ASSIGN_OR_RETURN(int64_t id, add_request(std::move(requests[i])));
+    order[id] = i;
+  }
+  std::vector<GenerationResult> results(requests.size());
+  auto collect = [&] {
+    for (GenerationResult& r : take_finished()) {
+      auto it = order.find(r.id);
+      if (it != order.end()) results[it->second] = std::move(r);
+    }
+  };
+  collect();
+  auto last_progress = Clock::now();
+  while (has_unfinished()) {
+    LG_RETURN_IF_ERROR(step());
+    collect();
+    if (made_progress()) {
+      last_progress = Clock::now();
+    } else if (Clock::now() - last_progress > std::chrono::seconds(120)) {
+      return Status::internal("no progress for 120 s: queued requests wait on adapters that never load");
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // adapters are loading
+    }
+  }
+  return results;
+}
+
+EngineStats Engine::stats() const {
+  EngineStats s = counters_;
+  s.waiting = scheduler_->num_waiting();
+  s.running = scheduler_->num_running();
+  s.kv_blocks_used = blocks_.num_used();
+  s.kv_blocks_total = blocks_.num_blocks();
+  s.preemptions = scheduler_->num_preemptions();
+  return s;
+}
+
+}  // namespace loragate

@@ -1,0 +1,142 @@
+// Engine: one base model serving many requests with continuous batching.
+//
+// It owns the model, the tokenizer, the KV cache and its BlockManager, the
+// Scheduler and every live Sequence. Each step() schedules a batch, runs one
+// forward pass, samples, and retires finished sequences. Engines are plain
+// objects (never singletons): two engines with different bases can live in
+// one process. Not thread-safe: one thread drives step().
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/dtype.h"
+#include "common/status.h"
+#include "adapters/adapter_cache.h"
+#include "engine/block_manager.h"
+#include "engine/forward_batch.h"
+#include "engine/kv_cache.h"
+#include "engine/llama_model.h"
+#include "engine/request_sink.h"
+#include "engine/sampling_params.h"
+#include "engine/scheduler.h"
+#include "engine/sequence.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace loragate {
+
+struct EngineOptions {
+  DType weight_dtype = DType::kF32;          // storage of the weights: f32 or bf16
+  int32_t kv_block_size = 16;                // tokens per KV block
+  int32_t kv_num_blocks = 0;                 // KV pool size in blocks; 0 = from kv_cache_bytes
+  int64_t kv_cache_bytes = 256ll << 20;      // KV pool budget when kv_num_blocks is 0
+  int64_t max_num_batched_tokens = 512;      // tokens per step
+  int32_t max_num_seqs = 64;                 // sequences running at once
+  int64_t max_model_len = 0;                 // prompt + output tokens; 0 = max_position_embeddings
+  int32_t max_loras = 4;                     // adapter slots usable in one step; 0 = no adapters
+  int32_t max_lora_rank = 16;                // largest adapter rank accepted (slot size)
+  int64_t adapter_host_bytes = 2ll << 30;    // loaded adapters kept in host memory
+};
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt_ids;
+  SamplingParams params;
+  std::string adapter;          // a registered adapter's name; "" = the base alone
+  RequestSink* sink = nullptr;  // receives tokens and the result; null = collect with take_finished()
+};
+
+struct GenerationResult {
+  int64_t id = 0;
+  std::vector<int32_t> prompt_ids;
+  std::vector<int32_t> output_ids;
+  std::string text;                  // detokenised output (stop string cut), "" without tokenizer
+  FinishReason finish_reason = FinishReason::kNone;
+  std::string adapter;
+  std::string error;                 // why, with FinishReason::kError
+  double queue_ms = 0;               // arrival -> first scheduled
+  double ttft_ms = 0;                // arrival -> first token
+  std::vector<double> itl_ms;        // gaps between consecutive tokens
+  int32_t preemptions = 0;
+};
+
+struct EngineStats {
+  size_t waiting = 0, running = 0;
+  int32_t kv_blocks_used = 0, kv_blocks_total = 0;
+  int64_t preemptions = 0;
+  int64_t steps = 0;
+  int64_t prompt_tokens = 0, generated_tokens = 0;
+};
+
+class Engine {
+ public:
+  // Loads the model (and tokenizer.json when present) from `model_dir`.
+  static Result<std::unique_ptr<Engine>> load(const std::string& model_dir, const EngineOptions& options);
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+  ~Engine();
+
+  // Checks a request without queueing it: empty prompts, invalid parameters,
+  // token ids outside the vocabulary, and requests longer than max_model_len
+  // or than the whole KV pool are refused, saying why. Thread-safe.
+  Status validate_request(const GenerationRequest& request) const;
+  // Validates and queues a request; returns its id (`id` when > 0, which the
+  // caller keeps unique, else the next free one).
+  Result<int64_t> add_request(GenerationRequest request, int64_t id = 0);
+  // Ends a request now: its KV blocks are freed and its sink (or
+  // take_finished) gets a result with FinishReason::kCancelled.
+  // Returns false when the id is not live.
+  bool cancel(int64_t id);
+  // Cancels every live request.
+  void cancel_all();
+  // Runs one scheduling step and forward pass. A step may do nothing while
+  // every queued request waits for its adapter to load (see made_progress()).
+  Status step();
+  bool made_progress() const { return last_step_progress_; }
+  bool has_unfinished() const { return scheduler_->has_work(); }
+  // Results of the requests finished since the last call, in finishing order.
+  std::vector<GenerationResult> take_finished();
+  // Submits all requests, steps until they finish, returns results in request order.
+  Result<std::vector<GenerationResult>> generate(std::vector<GenerationRequest> requests);
+
+  const ModelConfig& config() const { return model_->config(); }
+  const LlamaModel& model() const { return *model_; }
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }  // nullptr when the model has none
+  // This engine's adapters (register with adapters()->add); null when max_loras is 0.
+  AdapterCache* adapters() const { return adapters_.get(); }
+  const EngineOptions& options() const { return options_; }
+  int64_t max_model_len() const { return max_model_len_; }
+  const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
+  EngineStats stats() const;
+  int64_t kv_cache_bytes() const { return cache_.bytes(); }
+
+ private:
+  Engine(EngineOptions options, std::unique_ptr<LlamaModel> model, std::unique_ptr<Tokenizer> tokenizer,
+         KvCache cache);
+  GenerationResult make_result(const Sequence& seq) const;
+  // Hands a finished sequence's result to its sink or the finished list, and forgets it.
+  void retire(Sequence& seq);
+
+  EngineOptions options_;
+  std::unique_ptr<LlamaModel> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  KvCache cache_;
+  BlockManager blocks_;
+  std::unique_ptr<AdapterCache> adapters_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::vector<int32_t> eos_ids_;
+  int64_t max_model_len_ = 0;
+  int64_t next_id_ = 1;
+  uint64_t seed_counter_;
+  std::map<int64_t, std::unique_ptr<Sequence>> sequences_;
+  std::vector<GenerationResult> finished_;
+  ForwardBatch batch_;
+  ForwardWorkspace workspace_;
+  std::vector<float> logits_;
+  EngineStats counters_;
+  bool last_step_progress_ = false;
+};
+
+}  // namespace loragate

@@ -1,0 +1,213 @@
+#include "engine/llama_model.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cpu/lora.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/paged_attention.h"
+
+namespace loragate {
+namespace {
+
+// Rotary inverse frequencies, in f32 as Hugging Face computes them, with
+// linear or llama3 scaling applied.
+std::vector<float> rope_inv_freq(const ModelConfig& c) {
+  const int64_t half = c.head_dim / 2;
+  std::vector<float> inv(static_cast<size_t>(half));
+  const float theta = static_cast<float>(c.rope_theta);
+  for (int64_t i = 0; i < half; ++i) {
+    inv[i] = 1.0f / std::pow(theta, static_cast<float>(2 * i) / static_cast<float>(c.head_dim));
+  }
+  const RopeScaling& s = c.rope_scaling;
+  if (s.type == RopeScalingType::kLinear) {
+    for (float& f : inv) f = static_cast<float>(f / s.factor);
+  } else if (s.type == RopeScalingType::kLlama3) {
+    const double old_len = static_cast<double>(s.original_max_position_embeddings);
+    const double low_wavelen = old_len / s.low_freq_factor;
+    const double high_wavelen = old_len / s.high_freq_factor;
+    for (float& f : inv) {
+      const double wavelen = 2.0 * M_PI / f;
+      if (wavelen > low_wavelen) {
+        f = static_cast<float>(f / s.factor);
+      } else if (wavelen >= high_wavelen) {
+        const double smooth = (old_len / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+        f = static_cast<float>((1.0 - smooth) * f / s.factor + smooth * f);
+      }
+    }
+  }
+  return inv;
+}
+
+void ensure(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+}  // namespace
+
+LlamaModel::LlamaModel(ModelConfig config, std::unique_ptr<LlamaWeights> weights)
+    : config_(std::move(config)), weights_(std::move(weights)), inv_freq_(rope_inv_freq(config_)) {}
+
+Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& dir, DType storage) {
+  LG_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::load(dir));
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<WeightStore> store, WeightStore::open_dir(dir));
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<LlamaWeights> weights, LlamaWeights::load(*store, config, storage));
+  return from_parts(std::move(config), std::move(weights));
+}
+
+Result<std::unique_ptr<LlamaModel>> LlamaModel::from_parts(ModelConfig config,
+                                                           std::unique_ptr<LlamaWeights> weights) {
+  if (config.head_dim % 2 != 0) return Status::unsupported("rotary embedding needs an even head_dim");
+  return std::unique_ptr<LlamaModel>(new LlamaModel(std::move(config), std::move(weights)));
+}
+
+void LlamaModel::compute_rope(const ForwardBatch& batch, ForwardWorkspace& ws) const {
+  const size_t half = inv_freq_.size();
+  ensure(ws.rope_cos, batch.tokens.size() * half);
+  ensure(ws.rope_sin, batch.tokens.size() * half);
+  for (size_t t = 0; t < batch.tokens.size(); ++t) {
+    const float pos = static_cast<float>(batch.positions[t]);
+    for (size_t j = 0; j < half; ++j) {
+      const float angle = pos * inv_freq_[j];
+      ws.rope_cos[t * half + j] = std::cos(angle);
+      ws.rope_sin[t * half + j] = std::sin(angle);
+    }
+  }
+}
+
+void LlamaModel::attention(const ForwardBatch& batch, int64_t layer, KvCache& cache, ForwardWorkspace& ws) const {
+  const ModelConfig& c = config_;
+  const int64_t q_out = c.num_attention_heads * c.head_dim;
+  const int64_t kv_out = c.num_key_value_heads * c.head_dim;
+  const int64_t qkv_width = q_out + 2 * kv_out;
+  const int64_t bs = cache.block_size();
+  float* k_cache = cache.k(layer);
+  float* v_cache = cache.v(layer);
+
+  // Store this step's K and V first: a prefill chunk attends to itself.
+  for (const ForwardSeq& s : batch.seqs) {
+    for (int64_t i = 0; i < s.num_tokens; ++i) {
+      const int64_t pos = s.start_pos + i;
+      const int64_t slot = static_cast<int64_t>(s.block_table[pos / bs]) * bs + pos % bs;
+      const float* row = ws.qkv.data() + (s.token_begin + i) * qkv_width;
+      std::memcpy(k_cache + slot * kv_out, row + q_out, static_cast<size_t>(kv_out) * sizeof(float));
+      std::memcpy(v_cache + slot * kv_out, row + q_out + kv_out, static_cast<size_t>(kv_out) * sizeof(float));
+    }
+  }
+
+  // One work item per (sequence, token); items are independent.
+  std::vector<std::pair<const ForwardSeq*, int64_t>> items;
+  items.reserve(batch.tokens.size());
+  int64_t max_ctx = 0;
+  for (const ForwardSeq& s : batch.seqs) {
+    for (int64_t i = 0; i < s.num_tokens; ++i) items.emplace_back(&s, i);
+    max_ctx = std::max(max_ctx, s.start_pos + s.num_tokens);
+  }
+  const int threads = omp_get_max_threads();
+  ensure(ws.scores, static_cast<size_t>(threads * max_ctx));
+  const cpu::PagedKv kv{k_cache, v_cache, bs, c.num_key_value_heads, c.head_dim};
+  const int64_t n_items = static_cast<int64_t>(items.size());
+#pragma omp parallel for schedule(dynamic, 1) if (n_items > 1)
+  for (int64_t it = 0; it < n_items; ++it) {
+    const auto [s, i] = items[it];
+    const int64_t t = s->token_begin + i;
+    const int64_t pos = s->start_pos + i;
+    const int64_t first = c.sliding_window > 0 ? std::max<int64_t>(0, pos - c.sliding_window + 1) : 0;
+    float* scratch = ws.scores.data() + static_cast<int64_t>(omp_get_thread_num()) * max_ctx;
+    cpu::paged_attention_one(ws.qkv.data() + t * qkv_width, ws.attn.data() + t * q_out, c.num_attention_heads, kv,
+                             s->block_table, first, pos, scratch);
+  }
+}
+
+Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace& ws, float* logits,
+                           const LoraSlots* lora) const {
+  const ModelConfig& c = config_;
+  const int64_t T = batch.num_tokens();
+  if (T == 0) return Status::ok();
+  const int64_t h = c.hidden_size;
+  const int64_t q_out = c.num_attention_heads * c.head_dim;
+  const int64_t kv_out = c.num_key_value_heads * c.head_dim;
+  const int64_t qkv_width = q_out + 2 * kv_out;
+  const int64_t inter = c.intermediate_size;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  for (int32_t tok : batch.tokens) {
+    if (tok < 0 || tok >= c.vocab_size) {
+      return Status::invalid_argument("token id " + std::to_string(tok) + " outside the vocabulary of " +
+                                      std::to_string(c.vocab_size));
+    }
+  }
+
+  ensure(ws.hidden, T * h);
+  ensure(ws.normed, T * h);
+  ensure(ws.qkv, T * qkv_width);
+  ensure(ws.attn, T * q_out);
+  ensure(ws.proj, T * h);
+  ensure(ws.gate_up, T * 2 * inter);
+  ensure(ws.act, T * inter);
+  for (int64_t t = 0; t < T; ++t) weights_->embed(batch.tokens[t], ws.hidden.data() + t * h);
+  compute_rope(batch, ws);
+
+  // LoRA segments: runs of consecutive sequences on the same slot.
+  ws.lora_segments.clear();
+  if (lora != nullptr) {
+    for (const ForwardSeq& s : batch.seqs) {
+      if (s.lora_slot < 0) continue;
+      if (!ws.lora_segments.empty() && ws.lora_segments.back().slot == s.lora_slot &&
+          ws.lora_segments.back().token_begin + ws.lora_segments.back().num_tokens == s.token_begin) {
+        ws.lora_segments.back().num_tokens += s.num_tokens;
+      } else {
+        ws.lora_segments.push_back({s.token_begin, s.num_tokens, s.lora_slot});
+      }
+    }
+  }
+  const int64_t num_segments = static_cast<int64_t>(ws.lora_segments.size());
+  // y[:, col..] += LoRA(module)(x) for every segment, when any sequence has an adapter.
+  auto add_lora = [&](int64_t layer, LoraModule m, const float* x, int64_t ldx, float* y, int64_t ldy) {
+    if (num_segments == 0) return;
+    cpu::lora_add(x, ldx, ws.lora_segments.data(), num_segments, lora->weights(layer, m), y, ldy);
+  };
+
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const LayerWeights& lw = weights_->layers()[l];
+    cpu::rmsnorm(ws.hidden.data(), lw.input_norm.data(), ws.normed.data(), T, h, eps);
+    cpu::matmul(ws.normed.data(), T, h, lw.qkv, ws.qkv.data(), qkv_width);
+    if (!lw.qkv_bias.empty()) cpu::add_bias(ws.qkv.data(), lw.qkv_bias.data(), T, qkv_width, qkv_width);
+    add_lora(l, LoraModule::kQ, ws.normed.data(), h, ws.qkv.data(), qkv_width);
+    add_lora(l, LoraModule::kK, ws.normed.data(), h, ws.qkv.data() + q_out, qkv_width);
+    add_lora(l, LoraModule::kV, ws.normed.data(), h, ws.qkv.data() + q_out + kv_out, qkv_width);
+    // Rotate q and k in place (v, the last kv_out floats of a row, is left alone).
+    cpu::rope_rotate_half(ws.qkv.data(), T, c.num_attention_heads, c.head_dim, qkv_width, ws.rope_cos.data(),
+                          ws.rope_sin.data());
+    cpu::rope_rotate_half(ws.qkv.data() + q_out, T, c.num_key_value_heads, c.head_dim, qkv_width,
+                          ws.rope_cos.data(), ws.rope_sin.data());
+    attention(batch, l, cache, ws);
+    cpu::matmul(ws.attn.data(), T, q_out, lw.o, ws.proj.data(), h);
+    add_lora(l, LoraModule::kO, ws.attn.data(), q_out, ws.proj.data(), h);
+    cpu::add_inplace(ws.hidden.data(), ws.proj.data(), T * h);
+
+    cpu::rmsnorm(ws.hidden.data(), lw.post_attn_norm.data(), ws.normed.data(), T, h, eps);
+    cpu::matmul(ws.normed.data(), T, h, lw.gate_up, ws.gate_up.data(), 2 * inter);
+    add_lora(l, LoraModule::kGate, ws.normed.data(), h, ws.gate_up.data(), 2 * inter);
+    add_lora(l, LoraModule::kUp, ws.normed.data(), h, ws.gate_up.data() + inter, 2 * inter);
+    cpu::silu_mul(ws.gate_up.data(), ws.act.data(), T, inter);
+    cpu::matmul(ws.act.data(), T, inter, lw.down, ws.proj.data(), h);
+    add_lora(l, LoraModule::kDown, ws.act.data(), inter, ws.proj.data(), h);
+    cpu::add_inplace(ws.hidden.data(), ws.proj.data(), T * h);
+  }
+
+  // Final norm and lm_head only for the rows whose logits are wanted.
+  int64_t rows = 0;
+  for (const ForwardSeq& s : batch.seqs) {
+    if (!s.want_logits) continue;
+    const int64_t last = s.token_begin + s.num_tokens - 1;
+    cpu::rmsnorm(ws.hidden.data() + last * h, weights_->final_norm().data(), ws.normed.data() + rows * h, 1, h, eps);
+    ++rows;
+  }
+  if (rows > 0) cpu::matmul(ws.normed.data(), rows, h, weights_->lm_head(), logits, c.vocab_size);
+  return Status::ok();
+}
+
+}  // namespace loragate

@@ -1,0 +1,57 @@
+// LlamaModel: the forward pass of a Llama-family decoder (Llama 2/3, Mistral,
+// Qwen2) on the CPU, over a paged KV cache.
+//
+// One forward() call runs any mix of prefill chunks and decode tokens. Every
+// sequence's output depends only on its own tokens and cache (batch
+// invariance). The model is immutable; the mutable per-step buffers live in a
+// ForwardWorkspace owned by the caller (one per step loop).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/dtype.h"
+#include "common/status.h"
+#include "engine/forward_batch.h"
+#include "engine/kv_cache.h"
+#include "engine/llama_weights.h"
+#include "adapters/lora_slots.h"
+#include "engine/loader/model_config.h"
+
+namespace loragate {
+
+// Scratch memory of one forward pass, grown on demand and reused.
+struct ForwardWorkspace {
+  std::vector<float> hidden, normed, qkv, attn, proj, gate_up, act, rope_cos, rope_sin, scores;
+  std::vector<cpu::LoraSegment> lora_segments;
+};
+
+class LlamaModel {
+ public:
+  // Loads config.json, the safetensors weights and converts them to `storage`.
+  static Result<std::unique_ptr<LlamaModel>> load(const std::string& dir, DType storage);
+  static Result<std::unique_ptr<LlamaModel>> from_parts(ModelConfig config, std::unique_ptr<LlamaWeights> weights);
+
+  const ModelConfig& config() const { return config_; }
+  const LlamaWeights& weights() const { return *weights_; }
+
+  // Runs `batch`, writing K/V of its tokens into `cache` at the positions the
+  // block tables give, and writes one row of vocab_size logits per sequence
+  // with want_logits, in order, into `logits`. With `lora`, each sequence's
+  // lora_slot adds that adapter's update to every projection it targets.
+  Status forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace& ws, float* logits,
+                 const LoraSlots* lora = nullptr) const;
+
+ private:
+  LlamaModel(ModelConfig config, std::unique_ptr<LlamaWeights> weights);
+  void compute_rope(const ForwardBatch& batch, ForwardWorkspace& ws) const;
+  void attention(const ForwardBatch& batch, int64_t layer, KvCache& cache, ForwardWorkspace& ws) const;
+
+  ModelConfig config_;
+  std::unique_ptr<LlamaWeights> weights_;
+  std::vector<float> inv_freq_;  // [head_dim / 2], rope_scaling applied
+};
+
+}  // namespace loragate

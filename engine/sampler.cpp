@@ -1,0 +1,104 @@
+#include "engine/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "kernels/cpu/ops.h"
+
+namespace loragate {
+namespace {
+
+uint64_t splitmix64(uint64_t& x) {
+  uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+}  // namespace
+
+Status SamplingParams::validate() const {
+  if (!(temperature >= 0.0f) || !std::isfinite(temperature)) {
+    return Status::invalid_argument("temperature must be a finite number >= 0, got " + std::to_string(temperature));
+  }
+  if (top_k < 0) return Status::invalid_argument("top_k must be >= 0, got " + std::to_string(top_k));
+  if (!(top_p > 0.0f && top_p <= 1.0f)) {
+    return Status::invalid_argument("top_p must be in (0, 1], got " + std::to_string(top_p));
+  }
+  if (max_tokens < 0) return Status::invalid_argument("max_tokens must be >= 0, got " + std::to_string(max_tokens));
+  for (const std::string& s : stop) {
+    if (s.empty()) return Status::invalid_argument("stop strings must not be empty");
+  }
+  return Status::ok();
+}
+
+Sampler::Sampler(const SamplingParams& params, uint64_t seed)
+    : temperature_(params.temperature), top_k_(params.top_k), top_p_(params.top_p) {
+  for (uint64_t& s : state_) s = splitmix64(seed);
+}
+
+uint64_t Sampler::next_u64() {
+  const uint64_t result = rotl(state_[1] * 5, 7) * 9;
+  const uint64_t t = state_[1] << 17;
+  state_[2] ^= state_[0];
+  state_[3] ^= state_[1];
+  state_[1] ^= state_[2];
+  state_[0] ^= state_[3];
+  state_[2] ^= t;
+  state_[3] = rotl(state_[3], 45);
+  return result;
+}
+
+double Sampler::next_uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+
+int32_t Sampler::sample(const float* logits, int64_t vocab) {
+  if (temperature_ == 0.0f) return static_cast<int32_t>(cpu::argmax(logits, vocab));
+
+  // Candidates in a canonical order that depends only on the logits: most
+  // likely first (ties by id) when top-k or top-p need ranks, else by id.
+  order_.resize(static_cast<size_t>(vocab));
+  std::iota(order_.begin(), order_.end(), 0);
+  auto more_likely = [logits](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+  size_t keep = order_.size();
+  if (top_k_ > 0 && static_cast<size_t>(top_k_) < keep) {
+    keep = static_cast<size_t>(top_k_);
+    std::partial_sort(order_.begin(), order_.begin() + keep, order_.end(), more_likely);
+  } else if (top_p_ < 1.0f) {
+    std::sort(order_.begin(), order_.end(), more_likely);
+  }
+
+  const float max_logit = logits[cpu::argmax(logits, vocab)];
+  probs_.resize(keep);
+  double sum = 0.0;
+  for (size_t i = 0; i < keep; ++i) {
+    probs_[i] = std::exp((logits[order_[i]] - max_logit) / temperature_);
+    sum += probs_[i];
+  }
+  if (top_p_ < 1.0f) {
+    double cumulative = 0.0;
+    size_t cut = keep;
+    for (size_t i = 0; i < keep; ++i) {
+      cumulative += probs_[i] / sum;
+      if (cumulative >= top_p_) {
+        cut = i + 1;
+        break;
+      }
+    }
+    keep = cut;
+    sum = 0.0;
+    for (size_t i = 0; i < keep; ++i) sum += probs_[i];
+  }
+
+  const double target = next_uniform() * sum;
+  double cumulative = 0.0;
+  for (size_t i = 0; i < keep; ++i) {
+    cumulative += probs_[i];
+    if (target < cumulative) return order_[i];
+  }
+  return order_[keep - 1];
+}
+
+}  // namespace loragate

@@ -1,0 +1,85 @@
+#include "engine/sequence.h"
+
+#include <algorithm>
+
+namespace loragate {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::kNone: return "none";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kError: return "error";
+  }
+  return "none";
+}
+
+Sequence::Sequence(int64_t id, std::vector<int32_t> prompt_ids, SamplingParams params, uint64_t seed,
+                   const Tokenizer* tokenizer, Clock::time_point arrival)
+    : id_(id),
+      prompt_ids_(std::move(prompt_ids)),
+      params_(std::move(params)),
+      sampler_(params_, seed),
+      arrival_(arrival) {
+  if (tokenizer != nullptr) decoder_.emplace(*tokenizer, prompt_ids_, /*skip_special_tokens=*/true);
+  if (params_.max_tokens == 0) finish_reason_ = FinishReason::kLength;
+}
+
+int32_t Sequence::token_at(int64_t i) const {
+  const int64_t p = static_cast<int64_t>(prompt_ids_.size());
+  return i < p ? prompt_ids_[i] : output_ids_[i - p];
+}
+
+namespace {
+
+// Length of the longest end of `text` that is a proper prefix of a stop string.
+size_t stop_prefix_at_end(const std::string& text, const std::vector<std::string>& stops) {
+  size_t longest = 0;
+  for (const std::string& s : stops) {
+    for (size_t k = std::min(s.size() - 1, text.size()); k > longest; --k) {
+      if (text.compare(text.size() - k, k, s, 0, k) == 0) {
+        longest = k;
+        break;
+      }
+    }
+  }
+  return longest;
+}
+
+}  // namespace
+
+std::string Sequence::append_token(int32_t token, const std::vector<int32_t>& eos_ids, Clock::time_point now) {
+  output_ids_.push_back(token);
+  token_times_.push_back(now);
+  const bool is_eos = std::find(eos_ids.begin(), eos_ids.end(), token) != eos_ids.end();
+  bool stop_string_hit = false;
+  if (is_eos && !params_.ignore_eos) {
+    finish_reason_ = FinishReason::kStop;
+  } else if (decoder_) {
+    const size_t scanned_before = text_.size();
+    text_ += decoder_->push(token);
+    // A stop string may straddle the old and new text: search from where it could start.
+    size_t longest = 0;
+    for (const std::string& s : params_.stop) longest = std::max(longest, s.size());
+    const size_t from = scanned_before > longest ? scanned_before - longest : 0;
+    size_t cut = std::string::npos;
+    for (const std::string& s : params_.stop) cut = std::min(cut, text_.find(s, from));
+    if (cut != std::string::npos) {
+      text_.resize(cut);
+      finish_reason_ = FinishReason::kStop;
+      stop_string_hit = true;
+    }
+  }
+  if (!finished() && static_cast<int32_t>(output_ids_.size()) >= params_.max_tokens) {
+    finish_reason_ = FinishReason::kLength;
+  }
+  if (finished() && decoder_ && !stop_string_hit) text_ += decoder_->flush();
+  const size_t safe = finished() ? text_.size() : text_.size() - stop_prefix_at_end(text_, params_.stop);
+  if (safe <= streamed_) return {};
+  std::string delta = text_.substr(streamed_, safe - streamed_);
+  streamed_ = safe;
+  return delta;
+}
+
+}  // namespace loragate

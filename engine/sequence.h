@@ -1,0 +1,91 @@
+// Sequence: one request's state inside the engine — its tokens, KV blocks,
+// sampler, detokenised text and timings. Owned by the Engine; the Scheduler
+// moves pointers to it between its queues. Touched only by the step loop.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/block_manager.h"
+#include "engine/request_sink.h"
+#include "engine/sampler.h"
+#include "engine/sampling_params.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace loragate {
+
+enum class FinishReason { kNone, kLength, kStop, kCancelled, kError };
+const char* finish_reason_name(FinishReason r);  // "length", "stop", "cancelled", "error"
+
+using Clock = std::chrono::steady_clock;
+
+class Sequence {
+ public:
+  Sequence(int64_t id, std::vector<int32_t> prompt_ids, SamplingParams params, uint64_t seed,
+           const Tokenizer* tokenizer, Clock::time_point arrival);
+
+  int64_t id() const { return id_; }
+  const std::vector<int32_t>& prompt_ids() const { return prompt_ids_; }
+  const std::vector<int32_t>& output_ids() const { return output_ids_; }
+  const SamplingParams& params() const { return params_; }
+  int64_t total_len() const { return static_cast<int64_t>(prompt_ids_.size() + output_ids_.size()); }
+  int32_t token_at(int64_t i) const;
+
+  // Tokens whose K/V are in the cache. After a preemption this drops to 0 and
+  // the prompt and the output so far are recomputed.
+  int64_t num_computed() const { return num_computed_; }
+  int64_t num_uncomputed() const { return total_len() - num_computed_; }
+  void advance_computed(int64_t n) { num_computed_ += n; }
+  void reset_computed() { num_computed_ = 0; }
+  // True while (re)computing known tokens, false when the next step decodes.
+  bool in_prefill() const { return num_uncomputed() > 1; }
+
+  BlockTable& blocks() { return blocks_; }
+  Sampler& sampler() { return sampler_; }
+
+  // Appends a sampled token, updates the text and stop conditions, and
+  // returns the text that may now be streamed: text that could still turn
+  // out to start a stop string is held back until it is decided.
+  // `eos_ids` end the sequence unless params().ignore_eos.
+  std::string append_token(int32_t token, const std::vector<int32_t>& eos_ids, Clock::time_point now);
+  void finish(FinishReason reason) { finish_reason_ = reason; }
+  // Ends the sequence because something it needs failed (e.g. its adapter did not load).
+  void fail(Status error) {
+    finish_reason_ = FinishReason::kError;
+    error_ = std::move(error);
+  }
+  const Status& error() const { return error_; }
+  bool finished() const { return finish_reason_ != FinishReason::kNone; }
+  FinishReason finish_reason() const { return finish_reason_; }
+  const std::string& text() const { return text_; }
+
+  Clock::time_point arrival() const { return arrival_; }
+  std::optional<Clock::time_point> first_scheduled;
+  const std::vector<Clock::time_point>& token_times() const { return token_times_; }
+  int32_t preemptions = 0;
+  std::string adapter;          // registered adapter name; "" = the base alone
+  int32_t lora_slot = -1;       // slot pinned while running; -1 = none
+  int32_t slot_waits = 0;       // steps spent waiting for a free adapter slot
+  RequestSink* sink = nullptr;  // not owned; may be null
+
+ private:
+  int64_t id_;
+  std::vector<int32_t> prompt_ids_;
+  std::vector<int32_t> output_ids_;
+  SamplingParams params_;
+  Sampler sampler_;
+  std::optional<IncrementalDecoder> decoder_;  // absent when the engine has no tokenizer
+  std::string text_;
+  size_t streamed_ = 0;  // bytes of text_ already returned by append_token
+  BlockTable blocks_;
+  int64_t num_computed_ = 0;
+  FinishReason finish_reason_ = FinishReason::kNone;
+  Status error_;
+  Clock::time_point arrival_;
+  std::vector<Clock::time_point> token_times_;
+};
+
+}  // namespace loragate

@@ -1,0 +1,80 @@
+// Runs the real `loragate` binary and checks what it prints.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/test_util.h"
+
+namespace loragate {
+namespace {
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+CliRun run_cli(const std::string& args) {
+  CliRun r;
+  const std::string cmd = std::string(LORAGATE_BIN) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string last_line(const std::string& s) {
+  std::string t = s;
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  const size_t nl = t.rfind('\n');
+  return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
+TEST(GenerateCliTest, PrintsTheGoldenIds) {
+  LG_REQUIRE_SHARED("models/golden.json");
+  std::ifstream in(testing::shared_dir() + "/models/golden.json");
+  const nlohmann::json golden = nlohmann::json::parse(in);
+  const auto& c = golden.at("cases").at(0);
+  ASSERT_EQ(c.at("prompt"), "Once upon a time");
+
+  CliRun r = run_cli("generate --model " + testing::shared_dir() +
+              "/models/stories260K --prompt \"Once upon a time\" -n 48 --temperature 0 --ids");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json line = nlohmann::json::parse(last_line(r.out));
+  EXPECT_EQ(line.at("prompt_ids"), c.at("prompt_ids"));
+  EXPECT_EQ(line.at("generated_ids"), c.at("outputs").at("base").at("generated_ids"));
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), c.at("outputs").at("base").at("full_text").get<std::string>());
+}
+
+TEST(GenerateCliTest, MissingModelIsAClearError) {
+  CliRun r = run_cli("generate --model /nonexistent/model --prompt hi");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("/nonexistent/model"), std::string::npos) << r.out;
+}
+
+TEST(GenerateCliTest, BadDtypeIsAClearError) {
+  LG_REQUIRE_SHARED("models/stories260K/config.json");
+  CliRun r = run_cli("generate --model " + testing::shared_dir() + "/models/stories260K --prompt hi --dtype f8");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--dtype must be f32 or bf16"), std::string::npos) << r.out;
+}
+
+TEST(SynthModelCliTest, WritesAModelThatGenerates) {
+  const std::string dir = testing::make_temp_dir("lg-synth-cli");
+  CliRun w = run_cli("synth-model --out " + dir + "/m --preset tiny --seed 3");
+  ASSERT_EQ(w.exit_code, 0) << w.out;
+  CliRun g = run_cli("generate --model " + dir + "/m --prompt \"hello world\" -n 5 --temperature 0 --ids");
+  ASSERT_EQ(g.exit_code, 0) << g.out;
+  const nlohmann::json line = nlohmann::json::parse(last_line(g.out));
+  EXPECT_EQ(line.at("generated_ids").size(), 5u);
+}
+
+}  // namespace
+}  // namespace loragate

@@ -1,0 +1,91 @@
+#include "engine/sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace loragate {
+namespace {
+
+std::vector<float> ramp_logits(int n) {
+  std::vector<float> l(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) l[i] = 0.05f * static_cast<float>((i * 37) % n);
+  return l;
+}
+
+TEST(SamplerTest, GreedyTakesArgmaxAndLowestIdOnTies) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  Sampler s(p, 1);
+  std::vector<float> l = {0.1f, 2.0f, -1.0f, 2.0f};
+  EXPECT_EQ(s.sample(l.data(), 4), 1);
+}
+
+TEST(SamplerTest, SameSeedSameTokensDifferentSeedDifferentTokens) {
+  SamplingParams p;
+  p.temperature = 1.0f;
+  const auto logits = ramp_logits(100);
+  auto draw = [&](uint64_t seed) {
+    Sampler s(p, seed);
+    std::vector<int32_t> out;
+    for (int i = 0; i < 50; ++i) out.push_back(s.sample(logits.data(), 100));
+    return out;
+  };
+  EXPECT_EQ(draw(42), draw(42));
+  EXPECT_NE(draw(42), draw(43));
+}
+
+TEST(SamplerTest, TopKKeepsOnlyTheKMostLikely) {
+  SamplingParams p;
+  p.temperature = 5.0f;  // flat, so every kept token shows up
+  p.top_k = 3;
+  std::vector<float> l = {1.0f, 5.0f, 3.0f, 4.0f, 2.0f, 0.5f};
+  Sampler s(p, 7);
+  std::set<int32_t> seen;
+  for (int i = 0; i < 2000; ++i) seen.insert(s.sample(l.data(), 6));
+  EXPECT_EQ(seen, (std::set<int32_t>{1, 2, 3}));
+}
+
+TEST(SamplerTest, TopPKeepsTheSmallestNucleus) {
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.top_p = 0.7f;
+  // Probabilities 0.5, 0.3, 0.15, 0.05: the nucleus for 0.7 is {0, 1}.
+  std::vector<float> l = {std::log(0.5f), std::log(0.3f), std::log(0.15f), std::log(0.05f)};
+  Sampler s(p, 9);
+  std::map<int32_t, int> counts;
+  for (int i = 0; i < 5000; ++i) ++counts[s.sample(l.data(), 4)];
+  EXPECT_EQ(counts.size(), 2u);
+  EXPECT_NEAR(counts[0] / 5000.0, 0.5 / 0.8, 0.03);
+}
+
+TEST(SamplerTest, TemperatureFollowsTheSoftmax) {
+  SamplingParams p;
+  p.temperature = 0.5f;
+  std::vector<float> l = {0.0f, std::log(2.0f)};  // at T=0.5: odds 1 : 4
+  Sampler s(p, 11);
+  int ones = 0;
+  for (int i = 0; i < 10000; ++i) ones += s.sample(l.data(), 2);
+  EXPECT_NEAR(ones / 10000.0, 0.8, 0.02);
+}
+
+TEST(SamplerTest, ValidateNamesTheBadField) {
+  SamplingParams p;
+  p.temperature = -1.0f;
+  EXPECT_NE(p.validate().message().find("temperature"), std::string::npos);
+  p = {};
+  p.top_p = 0.0f;
+  EXPECT_NE(p.validate().message().find("top_p"), std::string::npos);
+  p = {};
+  p.max_tokens = -3;
+  EXPECT_NE(p.validate().message().find("max_tokens"), std::string::npos);
+  p = {};
+  p.top_k = -1;
+  EXPECT_NE(p.validate().message().find("top_k"), std::string::npos);
+  EXPECT_TRUE(SamplingParams{}.validate().is_ok());
+}
+
+}  // namespace
+}  // namespace loragate
