@@ -85,6 +85,20 @@ Status AdapterCache::remove(const std::string& name) {
   return Status::ok();
 }
 
+Status AdapterCache::hold(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(name);
+  if (it == entries_.end() || it->second.removed) return Status::not_found("adapter '" + name + "' is not registered");
+  ++it->second.holds;
+  return Status::ok();
+}
+
+void AdapterCache::unhold(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(name);
+  if (it != entries_.end() && it->second.holds > 0) --it->second.holds;
+}
+
 bool AdapterCache::contains(const std::string& name) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(name);
@@ -126,10 +140,8 @@ AdapterCacheStats AdapterCache::stats() const {
 AdapterCache::AcquireResult AdapterCache::acquire(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(name);
-  if (it == entries_.end() || it->second.removed) {
-    return {Acquire::kFailed, -1, Status::not_found("adapter '" + name + "' is not registered")};
-  }
-  Entry& e = it->second;
+  if (it == entries_.end()) return {Acquire::kFailed, -1, Status::not_found("adapter '" + name + "' is not registered")};
+  Entry& e = it->second;  // a removed entry still serves the requests holding it
   if (e.slot >= 0) {
     ++slot_pins_[e.slot];
     slot_lru_.remove(e.slot);
@@ -188,7 +200,7 @@ void AdapterCache::collect_removed() {
   for (auto it = entries_.begin(); it != entries_.end();) {
     Entry& e = it->second;
     const bool pinned = e.slot >= 0 && slot_pins_[e.slot] > 0;
-    if (!e.removed || pinned || e.loading) {
+    if (!e.removed || pinned || e.loading || e.holds > 0) {
       ++it;
       continue;
     }

@@ -74,9 +74,14 @@ class AdapterCache {
   // Loads now, on the caller's thread, and keeps the result in the host tier:
   // used to validate an adapter before accepting its registration.
   Status load_now(const std::string& name);
-  // New acquisitions of `name` fail from now on; its slot is freed once no
-  // running sequence uses it (at the next collect_removed).
+  // New requests for `name` are refused from now on (hold fails); requests
+  // already holding it still run. Its slot and memory are freed once the last
+  // hold is dropped (at the next collect_removed).
   Status remove(const std::string& name);
+  // An accepted request holds its adapter until it ends, so removal waits for
+  // it. Fails when `name` is not registered or is being removed.
+  Status hold(const std::string& name);
+  void unhold(const std::string& name);
   bool contains(const std::string& name) const;
   std::vector<AdapterInfo> list() const;
   AdapterCacheStats stats() const;
@@ -103,6 +108,7 @@ class AdapterCache {
     std::shared_ptr<const LoraAdapter> host;  // null until loaded (or after eviction)
     bool loading = false;
     bool removed = false;
+    int64_t holds = 0;                         // accepted requests not yet ended
     Status error;                              // last load failure
     int32_t slot = -1;
   };

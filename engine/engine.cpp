@@ -86,6 +86,7 @@ Result<int64_t> Engine::add_request(GenerationRequest request, int64_t id) {
   LG_RETURN_IF_ERROR(validate_request(request));
   if (id <= 0) id = next_id_;
   if (sequences_.count(id) != 0) return Status::invalid_argument("request id " + std::to_string(id) + " is in use");
+  if (!request.adapter.empty()) LG_RETURN_IF_ERROR(adapters_->hold(request.adapter));
   next_id_ = std::max(next_id_, id + 1);
   const uint64_t seed = request.params.seed ? *request.params.seed : seed_counter_++;
   auto seq = std::make_unique<Sequence>(id, std::move(request.prompt_ids), std::move(request.params), seed,
@@ -120,6 +121,7 @@ void Engine::cancel_all() {
 }
 
 void Engine::retire(Sequence& seq) {
+  if (!seq.adapter.empty()) adapters_->unhold(seq.adapter);
   GenerationResult result = make_result(seq);
   if (seq.sink != nullptr) {
     seq.sink->on_finish(result);

@@ -7,18 +7,6 @@
 #include "kernels/cpu/ops.h"
 
 namespace loragate {
-namespace {
-
-uint64_t splitmix64(uint64_t& x) {
-  uint64_t z = (x += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-}  // namespace
 
 Status SamplingParams::validate() const {
   if (!(temperature >= 0.0f) || !std::isfinite(temperature)) {
@@ -36,23 +24,7 @@ Status SamplingParams::validate() const {
 }
 
 Sampler::Sampler(const SamplingParams& params, uint64_t seed)
-    : temperature_(params.temperature), top_k_(params.top_k), top_p_(params.top_p) {
-  for (uint64_t& s : state_) s = splitmix64(seed);
-}
-
-uint64_t Sampler::next_u64() {
-  const uint64_t result = rotl(state_[1] * 5, 7) * 9;
-  const uint64_t t = state_[1] << 17;
-  state_[2] ^= state_[0];
-  state_[3] ^= state_[1];
-  state_[1] ^= state_[2];
-  state_[0] ^= state_[3];
-  state_[2] ^= t;
-  state_[3] = rotl(state_[3], 45);
-  return result;
-}
-
-double Sampler::next_uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+    : temperature_(params.temperature), top_k_(params.top_k), top_p_(params.top_p), rng_(seed) {}
 
 int32_t Sampler::sample(const float* logits, int64_t vocab) {
   if (temperature_ == 0.0f) return static_cast<int32_t>(cpu::argmax(logits, vocab));

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/random.h"
 #include "engine/sampling_params.h"
 
 namespace loragate {
@@ -19,16 +20,14 @@ class Sampler {
   // Returns the chosen token id. `logits` has `vocab` entries.
   int32_t sample(const float* logits, int64_t vocab);
 
-  // The next uniform double in [0, 1) of this sampler's stream (xoshiro256**).
-  double next_uniform();
+  // The next uniform double in [0, 1) of this sampler's stream.
+  double next_uniform() { return rng_.uniform(); }
 
  private:
-  uint64_t next_u64();
-
   float temperature_;
   int32_t top_k_;
   float top_p_;
-  uint64_t state_[4];
+  Xoshiro256 rng_;
   std::vector<int32_t> order_;  // reused candidate buffer
   std::vector<float> probs_;
 };
