@@ -9,40 +9,17 @@
 #include <map>
 #include <memory>
 
+#include "bench/bench_util.h"
 #include "bench/roofline.h"
 #include "engine/engine.h"
 
 namespace loragate::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-std::vector<int32_t> synthetic_prompt(int len, int64_t vocab, int salt) {
-  std::vector<int32_t> ids(static_cast<size_t>(len));
-  for (int i = 0; i < len; ++i) ids[i] = static_cast<int32_t>(3 + (i * 7919 + salt * 104729) % (vocab - 3));
-  return ids;
-}
-
-GenerationRequest request(int prompt_len, int max_tokens, int64_t vocab, int salt) {
-  GenerationRequest r;
-  r.prompt_ids = synthetic_prompt(prompt_len, vocab, salt);
-  r.params.temperature = 0.0f;
-  r.params.max_tokens = max_tokens;
-  r.params.ignore_eos = true;
-  return r;
-}
-
 // Seconds to prefill one prompt of `len` tokens (one step, whole prompt).
 Result<double> time_prefill(Engine& engine, int len) {
-  LG_RETURN_IF_ERROR(engine.add_request(request(len, 1, engine.config().vocab_size, 1)).status());
-  const Clock::time_point start = Clock::now();
+  LG_RETURN_IF_ERROR(engine.add_request(greedy_request(len, 1, engine.config().vocab_size, 1)).status());
+  const BenchClock::time_point start = BenchClock::now();
   while (engine.has_unfinished()) LG_RETURN_IF_ERROR(engine.step());
   const double s = seconds_since(start);
   engine.take_finished();
@@ -54,11 +31,11 @@ Result<double> time_prefill(Engine& engine, int len) {
 // and each later step decodes exactly `batch` tokens.
 Result<double> time_decode(Engine& engine, int batch, int len, int steps) {
   for (int b = 0; b < batch; ++b) {
-    LG_RETURN_IF_ERROR(engine.add_request(request(len, steps + 1, engine.config().vocab_size, b + 2)).status());
+    LG_RETURN_IF_ERROR(engine.add_request(greedy_request(len, steps + 1, engine.config().vocab_size, b + 2)).status());
   }
   LG_RETURN_IF_ERROR(engine.step());
   const int64_t before = engine.stats().generated_tokens;
-  const Clock::time_point start = Clock::now();
+  const BenchClock::time_point start = BenchClock::now();
   while (engine.has_unfinished()) LG_RETURN_IF_ERROR(engine.step());
   const double s = seconds_since(start);
   const int64_t tokens = engine.stats().generated_tokens - before;

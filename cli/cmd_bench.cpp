@@ -3,6 +3,7 @@
 #include <string>
 
 #include "bench/decode_bench.h"
+#include "bench/lora_bench.h"
 #include "cli/commands.h"
 
 namespace loragate::cli {
@@ -24,6 +25,44 @@ void add_bench_command(CLI::App& app) {
   decode->add_option("--threads", o->threads, "Threads (0 = all cores)");
   decode->callback([o] {
     Status s = bench::run_decode_bench(*o);
+    if (!s.is_ok()) throw CLI::RuntimeError(fail(s.to_string()));
+  });
+
+  auto l = std::make_shared<bench::LoraBenchOptions>();
+  CLI::App* lora = bench->add_subcommand("lora", "Multi-LoRA decode: no adapter, one, distinct, and merged baseline");
+  lora->add_option("--model", l->model_dir, "Model directory")->required()->check(CLI::ExistingDirectory);
+  lora->add_option("--adapters-dir", l->adapters_dir, "Where synthetic adapters are kept (written when missing)")
+      ->required();
+  lora->add_option("--dtype", l->dtype, "Weight storage: f32 or bf16")->check(CLI::IsMember({"f32", "bf16"}));
+  lora->add_option("--num-adapters", l->num_adapters, "Registered adapters")->check(CLI::PositiveNumber);
+  lora->add_option("--rank", l->rank, "Adapter rank")->check(CLI::PositiveNumber);
+  lora->add_option("--requests", l->requests, "Concurrent requests")->check(CLI::PositiveNumber);
+  lora->add_option("--prompt-len", l->prompt_len, "Prompt tokens")->check(CLI::PositiveNumber);
+  lora->add_option("--new-tokens", l->new_tokens, "Generated tokens per request")->check(CLI::Range(2, 100000));
+  lora->add_option("--reps", l->reps, "Repetitions (medians reported)")->check(CLI::PositiveNumber);
+  lora->add_option("--merged-sample", l->merged_sample, "Adapters measured for the merged baseline")
+      ->check(CLI::PositiveNumber);
+  lora->callback([l] {
+    Status s = bench::run_lora_bench(*l);
+    if (!s.is_ok()) throw CLI::RuntimeError(fail(s.to_string()));
+  });
+
+  auto z = std::make_shared<bench::ZipfBenchOptions>();
+  CLI::App* zipf = bench->add_subcommand("lora-zipf", "Many adapters drawn with Zipf skew under Poisson arrivals");
+  zipf->add_option("--model", z->model_dir, "Model directory")->required()->check(CLI::ExistingDirectory);
+  zipf->add_option("--adapters-dir", z->adapters_dir, "Where synthetic adapters are kept")->required();
+  zipf->add_option("--dtype", z->dtype, "Weight storage: f32 or bf16")->check(CLI::IsMember({"f32", "bf16"}));
+  zipf->add_option("--num-adapters", z->num_adapters, "Registered adapters")->check(CLI::PositiveNumber);
+  zipf->add_option("--rank", z->rank, "Adapter rank (q_proj, v_proj)")->check(CLI::PositiveNumber);
+  zipf->add_option("--zipf", z->zipf_s, "Zipf exponent");
+  zipf->add_option("--requests", z->requests, "Requests")->check(CLI::PositiveNumber);
+  zipf->add_option("--rate", z->rate, "Poisson arrivals per second")->check(CLI::PositiveNumber);
+  zipf->add_option("--prompt-len", z->prompt_len, "Prompt tokens")->check(CLI::PositiveNumber);
+  zipf->add_option("--new-tokens", z->new_tokens, "Generated tokens")->check(CLI::PositiveNumber);
+  zipf->add_option("--max-loras", z->max_loras, "Adapter slots")->check(CLI::PositiveNumber);
+  zipf->add_option("--host-budget-mib", z->host_budget_mib, "Host tier budget")->check(CLI::PositiveNumber);
+  zipf->callback([z] {
+    Status s = bench::run_zipf_bench(*z);
     if (!s.is_ok()) throw CLI::RuntimeError(fail(s.to_string()));
   });
 }

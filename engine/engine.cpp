@@ -37,12 +37,13 @@ Engine::Engine(EngineOptions options, std::unique_ptr<LlamaModel> model, std::un
 
 Engine::~Engine() = default;
 
-Result<std::unique_ptr<Engine>> Engine::load(const std::string& model_dir, const EngineOptions& options) {
+Result<std::unique_ptr<Engine>> Engine::load(const std::string& model_dir, const EngineOptions& options,
+                                             const LoraAdapter* merge) {
   if (options.max_num_batched_tokens <= 0) return Status::invalid_argument("max_num_batched_tokens must be > 0");
   if (options.max_num_seqs <= 0) return Status::invalid_argument("max_num_seqs must be > 0");
   if (options.max_loras < 0) return Status::invalid_argument("max_loras must be >= 0");
   if (options.max_loras > 0 && options.max_lora_rank <= 0) return Status::invalid_argument("max_lora_rank must be > 0");
-  LG_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model, LlamaModel::load(model_dir, options.weight_dtype));
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model, LlamaModel::load(model_dir, options.weight_dtype, merge));
   std::unique_ptr<Tokenizer> tokenizer;
   if (std::filesystem::exists(std::filesystem::path(model_dir) / "tokenizer.json")) {
     LG_ASSIGN_OR_RETURN(tokenizer, Tokenizer::load(model_dir));

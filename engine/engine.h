@@ -72,8 +72,10 @@ struct EngineStats {
 
 class Engine {
  public:
-  // Loads the model (and tokenizer.json when present) from `model_dir`.
-  static Result<std::unique_ptr<Engine>> load(const std::string& model_dir, const EngineOptions& options);
+  // Loads the model (and tokenizer.json when present) from `model_dir`; with
+  // `merge`, that adapter is folded into the base weights (a baseline for benchmarks).
+  static Result<std::unique_ptr<Engine>> load(const std::string& model_dir, const EngineOptions& options,
+                                              const LoraAdapter* merge = nullptr);
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
   ~Engine();

@@ -31,7 +31,9 @@ struct ForwardWorkspace {
 class LlamaModel {
  public:
   // Loads config.json, the safetensors weights and converts them to `storage`.
-  static Result<std::unique_ptr<LlamaModel>> load(const std::string& dir, DType storage);
+  // With `merge`, that adapter is folded into the weights (see LlamaWeights::load).
+  static Result<std::unique_ptr<LlamaModel>> load(const std::string& dir, DType storage,
+                                                  const LoraAdapter* merge = nullptr);
   static Result<std::unique_ptr<LlamaModel>> from_parts(ModelConfig config, std::unique_ptr<LlamaWeights> weights);
 
   const ModelConfig& config() const { return config_; }

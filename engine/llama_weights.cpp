@@ -16,28 +16,43 @@ std::vector<float> to_f32(const TensorView& t) {
   return out;
 }
 
+// W + scaling·B·A, computed in double and rounded once to f32 (as a PEFT
+// merge_and_unload would, up to rounding).
+void merge_lora(std::vector<float>& w, const LoraWeights& lora) {
+  for (int64_t o = 0; o < lora.out; ++o) {
+    for (int64_t i = 0; i < lora.in; ++i) {
+      double delta = 0;
+      for (int64_t r = 0; r < lora.rank; ++r) delta += double(lora.b[o * lora.rank + r]) * lora.a[r * lora.in + i];
+      w[o * lora.in + i] = static_cast<float>(w[o * lora.in + i] + lora.scaling * delta);
+    }
+  }
+}
+
+// One part of a stacked matrix: a tensor and, optionally, a LoRA merged into it.
+struct Part {
+  const TensorView* tensor;
+  const LoraWeights* merge = nullptr;
+};
+
 // Stacks the rows of several [rows_i, cols] tensors and packs them as one matrix.
-cpu::PackedMatrix pack_stacked(const std::vector<const TensorView*>& parts, DType storage) {
+cpu::PackedMatrix pack_stacked(const std::vector<Part>& parts, DType storage) {
   int64_t rows = 0;
-  const int64_t cols = parts.front()->shape[1];
-  for (const TensorView* p : parts) rows += p->shape[0];
+  const int64_t cols = parts.front().tensor->shape[1];
+  for (const Part& p : parts) rows += p.tensor->shape[0];
   std::vector<float> stacked;
   stacked.reserve(static_cast<size_t>(rows * cols));
-  for (const TensorView* p : parts) {
-    std::vector<float> v = to_f32(*p);
+  for (const Part& p : parts) {
+    std::vector<float> v = to_f32(*p.tensor);
+    if (p.merge != nullptr) merge_lora(v, *p.merge);
     stacked.insert(stacked.end(), v.begin(), v.end());
   }
   return cpu::PackedMatrix::pack(stacked.data(), DType::kF32, rows, cols, storage);
 }
 
-cpu::PackedMatrix pack_one(const TensorView& t, DType storage) {
-  return pack_stacked({&t}, storage);
-}
-
 }  // namespace
 
 Result<std::unique_ptr<LlamaWeights>> LlamaWeights::load(const WeightStore& store, const ModelConfig& c,
-                                                         DType storage) {
+                                                         DType storage, const LoraAdapter* merge) {
   if (storage != DType::kF32 && storage != DType::kBF16) {
     return Status::invalid_argument("weight storage must be f32 or bf16, got " + std::string(dtype_name(storage)));
   }
@@ -73,10 +88,12 @@ Result<std::unique_ptr<LlamaWeights>> LlamaWeights::load(const WeightStore& stor
     }
     lw.input_norm = to_f32(*in_norm);
     lw.post_attn_norm = to_f32(*post_norm);
-    lw.qkv = pack_stacked({q, k, v}, storage);
-    lw.o = pack_one(*o, storage);
-    lw.gate_up = pack_stacked({gate, up}, storage);
-    lw.down = pack_one(*down, storage);
+    auto merged = [&](LoraModule m) { return merge != nullptr ? merge->weights(l, m) : nullptr; };
+    lw.qkv = pack_stacked({{q, merged(LoraModule::kQ)}, {k, merged(LoraModule::kK)}, {v, merged(LoraModule::kV)}},
+                          storage);
+    lw.o = pack_stacked({{o, merged(LoraModule::kO)}}, storage);
+    lw.gate_up = pack_stacked({{gate, merged(LoraModule::kGate)}, {up, merged(LoraModule::kUp)}}, storage);
+    lw.down = pack_stacked({{down, merged(LoraModule::kDown)}}, storage);
     w->layers_.push_back(std::move(lw));
   }
 
@@ -85,7 +102,7 @@ Result<std::unique_ptr<LlamaWeights>> LlamaWeights::load(const WeightStore& stor
   const TensorView* head = store.find("lm_head.weight");
   if (head != nullptr) {
     LG_ASSIGN_OR_RETURN(head, store.require("lm_head.weight", {c.vocab_size, h}));
-    w->lm_head_ = pack_one(*head, storage);
+    w->lm_head_ = pack_stacked({{head}}, storage);
   } else if (c.tie_word_embeddings) {
     w->lm_head_ = cpu::PackedMatrix::pack(embed_f32.data(), DType::kF32, c.vocab_size, h, storage);
   } else {

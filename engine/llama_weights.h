@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "adapters/lora_adapter.h"
 #include "common/dtype.h"
 #include "common/status.h"
 #include "engine/loader/model_config.h"
@@ -33,8 +34,10 @@ class LlamaWeights {
  public:
   // Reads every tensor the config calls for from `store`, checking names and
   // shapes; an error names the missing or misshaped tensor and its file.
+  // With `merge`, that adapter is folded into the weights (W + scaling·B·A):
+  // the PEFT merge_and_unload baseline the multi-LoRA benchmark compares with.
   static Result<std::unique_ptr<LlamaWeights>> load(const WeightStore& store, const ModelConfig& config,
-                                                    DType storage);
+                                                    DType storage, const LoraAdapter* merge = nullptr);
 
   const std::vector<LayerWeights>& layers() const { return layers_; }
   const std::vector<float>& final_norm() const { return final_norm_; }

@@ -115,5 +115,27 @@ TEST_F(GoldenLoraTest, TwoSlotsForThreeAdaptersRotate) {
   EXPECT_EQ(s.slots_pinned, 0);
 }
 
+// The PEFT merge_and_unload alternative (W + s·B·A folded into the weights)
+// must give the same tokens as the unmerged adapter.
+TEST_F(GoldenLoraTest, MergedWeightsGiveTheAdapterOutputs) {
+  const std::string root = testing::shared_dir() + "/models/";
+  auto base = ModelConfig::load(root + "stories260K");
+  ASSERT_TRUE(base.is_ok());
+  for (const char* name : {"a", "c"}) {
+    auto adapter = LoraAdapter::load(root + "stories260K-lora/" + name, *base, 64);
+    ASSERT_TRUE(adapter.is_ok()) << adapter.status().to_string();
+    auto engine = Engine::load(root + "stories260K", {}, adapter->get());
+    ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+    for (const LoraCase& c : cases_) {
+      if (c.variant != name) continue;
+      GenerationRequest r = request(c);
+      r.adapter = "";  // the adapter lives in the weights now
+      auto out = (*engine)->generate({r});
+      ASSERT_TRUE(out.is_ok());
+      EXPECT_EQ(out->front().output_ids, c.generated_ids) << "merged " << name << ", prompt '" << c.prompt << "'";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace loragate
