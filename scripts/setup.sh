@@ -10,6 +10,10 @@ packages=(
   nlohmann-json3-dev                # JSON: configs, safetensors headers, tokenizer.json
   libpcre2-dev                      # Unicode regexes of byte-level pre-tokenisers
   libcli11-dev                      # the loragate command line (subcommands, typed flags, help)
+  libboost-dev                      # Boost.Beast/Asio: the HTTP gateway (header-only)
+  libsqlite3-dev                    # the adapter registry
+  libyaml-cpp-dev                   # configs/*.yaml
+  wrk                               # HTTP load for the gateway benchmark
   libutf8proc-dev                   # NFC normalisation of tokenizer.json
   python3 python3-numpy             # the reference tool in ../shared/tools (debugging only)
   curl                              # the README's examples
