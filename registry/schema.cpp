@@ -1,0 +1,130 @@
+#include "registry/schema.h"
+
+#include <string>
+
+namespace loragate {
+namespace {
+
+struct Migration {
+  int64_t version;     // user_version once this migration has run
+  const char* sql;     // run inside the migration's transaction
+};
+
+// Types are STRICT (SQLite >= 3.37): a text in an INTEGER column is an error,
+// not a silent conversion. Times are unix seconds (UTC). States are checked by
+// the code on every write and read rather than by CHECK, so that a new state
+// does not need a table rebuild.
+constexpr Migration kMigrations[] = {
+    {1, R"sql(
+PRAGMA application_id = 1279742535;
+
+CREATE TABLE base_models (
+  name        TEXT    NOT NULL PRIMARY KEY CHECK (length(name) > 0),
+  path        TEXT    NOT NULL CHECK (length(path) > 0),
+  state       TEXT    NOT NULL,             -- 'online' | 'candidate' | 'retired'
+  created_at  INTEGER NOT NULL,
+  updated_at  INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE adapters (
+  name            TEXT    NOT NULL PRIMARY KEY CHECK (length(name) > 0),
+  base_model      TEXT    NOT NULL REFERENCES base_models (name) ON DELETE RESTRICT,
+  path            TEXT    NOT NULL CHECK (length(path) > 0),
+  rank            INTEGER NOT NULL CHECK (rank > 0),
+  alpha           REAL    NOT NULL CHECK (alpha > 0),
+  target_modules  TEXT    NOT NULL,         -- JSON array of module names
+  sha256          TEXT    NOT NULL CHECK (length(sha256) IN (0, 64)),  -- of adapter_model.safetensors
+  size_bytes      INTEGER NOT NULL CHECK (size_bytes >= 0),
+  state           TEXT    NOT NULL,         -- 'ready' | 'removing' | 'failed'
+  created_at      INTEGER NOT NULL,
+  updated_at      INTEGER NOT NULL,
+  UNIQUE (name, base_model)                 -- the parent key of scenarios' foreign key
+) STRICT;
+
+-- A scenario routes (name, base_model) to one adapter of that same base: the
+-- composite foreign key makes "an adapter of another base" impossible, and
+-- RESTRICT refuses to delete an adapter that a scenario still uses.
+CREATE TABLE scenarios (
+  name        TEXT    NOT NULL CHECK (length(name) > 0),
+  base_model  TEXT    NOT NULL REFERENCES base_models (name) ON DELETE RESTRICT,
+  adapter     TEXT    NOT NULL,
+  created_at  INTEGER NOT NULL,
+  updated_at  INTEGER NOT NULL,
+  PRIMARY KEY (name, base_model),
+  FOREIGN KEY (adapter, base_model) REFERENCES adapters (name, base_model) ON DELETE RESTRICT
+) STRICT;
+)sql"},
+    // Without an index on a child column, every delete of a parent row scans
+    // the child table to enforce the foreign key; listing by base scans too.
+    {2, R"sql(
+CREATE INDEX adapters_by_base_model ON adapters (base_model);
+CREATE INDEX scenarios_by_adapter ON scenarios (adapter, base_model);
+CREATE INDEX scenarios_by_base_model ON scenarios (base_model);
+)sql"},
+};
+
+static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kRegistrySchemaVersion,
+              "one migration per schema version");
+static_assert(kRegistryApplicationId == 1279742535, "migration 1 writes this application_id");
+
+std::string in_quotes(const SqliteDb& db) { return "'" + db.path() + "'"; }
+
+// Refuses files that are not (or not yet) ours, and versions from the future.
+Status check_file(SqliteDb& db, int64_t version) {
+  LG_ASSIGN_OR_RETURN(const int64_t app_id, db.query_int64("PRAGMA application_id"));
+  if (app_id != 0 && app_id != kRegistryApplicationId) {
+    return Status::invalid_argument("registry " + in_quotes(db) +
+                                    " is a SQLite database of another program (application_id " +
+                                    std::to_string(app_id) + "), not a loragate registry");
+  }
+  if (version > kRegistrySchemaVersion) {
+    return Status::unsupported("registry " + in_quotes(db) + " has schema version " + std::to_string(version) +
+                               ", newer than this build of loragate knows (" +
+                               std::to_string(kRegistrySchemaVersion) +
+                               "); run a newer loragate or point at another file");
+  }
+  if (version == 0) {
+    LG_ASSIGN_OR_RETURN(const int64_t tables,
+                        db.query_int64("SELECT count(*) FROM sqlite_schema WHERE type = 'table'"));
+    if (tables > 0) {
+      return Status::invalid_argument("registry " + in_quotes(db) + " holds " + std::to_string(tables) +
+                                      " table(s) but no loragate schema version: not a loragate registry");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<int64_t> schema_version(SqliteDb& db) { return db.query_int64("PRAGMA user_version"); }
+
+Status migrate(SqliteDb& db, int64_t target) {
+  if (target < 0 || target > kRegistrySchemaVersion) {
+    return Status::invalid_argument("no schema version " + std::to_string(target) + " to migrate to (latest is " +
+                                    std::to_string(kRegistrySchemaVersion) + ")");
+  }
+  LG_ASSIGN_OR_RETURN(int64_t version, schema_version(db));
+  LG_RETURN_IF_ERROR(check_file(db, version));
+  if (version > target) {
+    return Status::invalid_argument("registry " + in_quotes(db) + " is at schema version " + std::to_string(version) +
+                                    "; cannot downgrade it to " + std::to_string(target));
+  }
+  for (const Migration& m : kMigrations) {
+    if (m.version <= version || m.version > target) continue;
+    LG_ASSIGN_OR_RETURN(Transaction txn, Transaction::begin(db));
+    // Another connection may have migrated between our read and the lock.
+    LG_ASSIGN_OR_RETURN(version, schema_version(db));
+    LG_RETURN_IF_ERROR(check_file(db, version));
+    if (m.version <= version) continue;
+    const std::string context =
+        "registry " + in_quotes(db) + ": migration to schema version " + std::to_string(m.version);
+    Status status = db.exec(m.sql);
+    if (status.is_ok()) status = db.exec("PRAGMA user_version = " + std::to_string(m.version));
+    if (status.is_ok()) status = txn.commit();
+    if (!status.is_ok()) return status.with_context(context);
+    version = m.version;
+  }
+  return Status::ok();
+}
+
+}  // namespace loragate
