@@ -72,7 +72,7 @@ void matmul_with(Isa isa, int threads, const float* x, int64_t m, int64_t ldx, c
   thread_local std::vector<Tile> tiles;
   thread_local std::vector<float> xbuf;
   tiles.resize(static_cast<size_t>(ntiles));
-  if (ntiles > 1 || m > 1) xbuf.resize(static_cast<size_t>(m * k));
+  if (m > 1) xbuf.resize(static_cast<size_t>(m * k));
   std::vector<int64_t> row0(static_cast<size_t>(ntiles) + 1);
   for (int t = 0; t <= ntiles; ++t) row0[static_cast<size_t>(t)] = m * t / ntiles;
   for (int t = 0; t < ntiles; ++t) {
@@ -91,11 +91,14 @@ void matmul_with(Isa isa, int threads, const float* x, int64_t m, int64_t ldx, c
   float* xb = xbuf.data();
 #pragma omp parallel num_threads(nthreads) if (nthreads > 1)
   {
+    if (m > 1) {  // (the same on every thread) a single row needs no packing, so no barrier
 #pragma omp for schedule(static)
-    for (int t = 0; t < ntiles; ++t) {
-      const Tile& tile = tl[t];
-      if (tile.mr > 1) pack_x(x + row0[static_cast<size_t>(t)] * ldx, ldx, tile.mr, k, xb + row0[static_cast<size_t>(t)] * k);
-    }  // implicit barrier: every tile is packed before any kernel reads it
+      for (int t = 0; t < ntiles; ++t) {
+        const Tile& tile = tl[t];
+        const int64_t r0 = row0[static_cast<size_t>(t)];
+        if (tile.mr > 1) pack_x(x + r0 * ldx, ldx, tile.mr, k, xb + r0 * k);
+      }  // implicit barrier: every tile is packed before any kernel reads it
+    }
     const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
     const int64_t p0 = panels * id / nt, p1 = panels * (id + 1) / nt;
     if (p0 < p1) {

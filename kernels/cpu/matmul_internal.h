@@ -7,8 +7,8 @@
 // with zero rows. Panel p starts at element p * K * kNR (64-byte aligned).
 //  - F32 storage: the 32 weights of one k are plain floats (two zmm).
 //  - BF16 storage: the 32 bf16 of one k are one 64-byte line, interleaved so
-//    that 32-bit lane j holds column j in its low half and column 16 + j in its
-//    high half. Widening to f32 is then one shift (low halves) and one AND
+//    that 32-bit lane j holds panel row (output) j in its low half and row
+//    16 + j in its high half. Widening to f32 is then one shift (low halves) and one AND
 //    (high halves) per line, instead of two cross-lane extensions.
 #pragma once
 
@@ -23,7 +23,7 @@ inline constexpr int kMaxMR = 14;       // tallest M tile (2 * 14 accumulators +
 
 inline int64_t num_panels(int64_t n) { return (n + kNR - 1) / kNR; }
 
-// Index of W[r][c] inside a panel's k-slice of BF16 storage (see above).
+// Position of panel row j (0..31) inside a k-slice of BF16 storage (see above).
 inline int64_t bf16_slot(int64_t j) { return j < 16 ? 2 * j : 2 * (j - 16) + 1; }
 
 enum class Isa { kScalar, kAvx2, kAvx512 };
