@@ -11,6 +11,7 @@ namespace loragate::cli {
 void add_bench_command(CLI::App& app) {
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks that print figures");
   bench->require_subcommand(1);
+  add_bench_serve_command(*bench);
 
   auto o = std::make_shared<bench::DecodeBenchOptions>();
   CLI::App* decode = bench->add_subcommand("decode", "Prefill and batched decode tokens/s against the roofline");

@@ -8,6 +8,8 @@ namespace loragate::cli {
 void add_generate_command(CLI::App& app);
 void add_synth_model_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_admin_commands(CLI::App& app);        // adapter add|rm|ls, scenario set|rm|ls
+void add_bench_serve_command(CLI::App& bench);  // bench serve (called from add_bench_command)
 
 // Prints "loragate: <message>" to stderr; returns the exit code 1.
 int fail(const std::string& message);
