@@ -120,7 +120,16 @@ std::vector<AdapterInfo> AdapterCache::list() const {
                                    : AdapterTier::kDisk;
     if (e.host) {
       info.rank = e.host->max_rank();
+      info.alpha = e.host->config().lora_alpha();
       info.bytes = e.host->bytes();
+      for (LoraModule m : kAllLoraModules) {
+        for (int64_t l = 0; l < e.host->num_layers(); ++l) {
+          if (e.host->weights(l, m) != nullptr) {
+            info.target_modules.emplace_back(lora_module_name(m));
+            break;
+          }
+        }
+      }
     }
     info.error = e.error.is_ok() ? "" : e.error.message();
     out.push_back(std::move(info));

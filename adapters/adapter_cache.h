@@ -56,7 +56,9 @@ const char* adapter_tier_name(AdapterTier t);  // "disk", "loading", "host", "sl
 struct AdapterInfo {
   std::string name, path;
   AdapterTier tier = AdapterTier::kDisk;
-  int64_t rank = 0;          // 0 until loaded
+  int64_t rank = 0;          // largest rank; 0 until loaded
+  double alpha = 0;          // lora_alpha; 0 until loaded
+  std::vector<std::string> target_modules;  // e.g. {"q_proj", "v_proj"}; empty until loaded
   size_t bytes = 0;          // 0 until loaded
   std::string error;         // why the last load failed
 };

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   prefer_passive_openmp_waits(argv);
   CLI::App app{"loragate: multi-LoRA LLM serving engine"};
   app.require_subcommand(1);
+  loragate::cli::add_serve_command(app);
   loragate::cli::add_generate_command(app);
   loragate::cli::add_synth_model_command(app);
   loragate::cli::add_bench_command(app);

@@ -1,0 +1,43 @@
+// ServeConfig: everything `loragate serve` needs, read from one YAML file
+// (configs/loragate.yaml documents every key) and overridden by flags.
+//
+// Every key is validated: an unknown key or a value of the wrong type or
+// range is an error naming the key path (e.g. "engine.max_loras").
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "engine/engine.h"
+#include "gateway/server_options.h"
+
+namespace loragate {
+
+struct PreloadAdapter {
+  std::string name;
+  std::string path;
+};
+
+struct ServeConfig {
+  ServerOptions server;                         // server.*
+  std::string model_path;                       // model.path; "" = the built-in demo model
+  std::string served_model_name;                // model.served_name; "" = the model directory's name
+  EngineOptions engine;                         // model.dtype and engine.*
+  std::vector<std::string> adapter_roots;       // adapters.roots: registered paths must lie inside one
+  std::string registry_path = ".cache/loragate/registry.db";  // adapters.registry: the SQLite file
+  std::vector<PreloadAdapter> preload;          // adapters.preload: registered at start when absent
+  std::map<std::string, std::string> scenarios; // scenarios: name -> adapter, for the base served
+  std::string admin_token;                      // auth.admin_token; "" = read auth.admin_token_env
+  std::string admin_token_env = "LORAGATE_ADMIN_TOKEN";  // auth.admin_token_env
+  std::string demo_dir = ".cache/loragate/demo";          // demo.dir: where the demo model is synthesised
+
+  // Parses YAML text; `source` names the file in errors.
+  static Result<ServeConfig> parse(const std::string& yaml_text, const std::string& source);
+  static Result<ServeConfig> load(const std::string& path);
+  // The admin token after the environment is consulted ("" = admin routes disabled).
+  std::string resolved_admin_token() const;
+};
+
+}  // namespace loragate

@@ -1,0 +1,91 @@
+// Gateway: the HTTP front of one EngineLoop — the OpenAI-compatible routes,
+// health and readiness, the request log and the request observer hook — over
+// an HttpServer. The lead's `loragate serve` creates one, adds its own routes
+// (admin, metrics) through router() and an observer, then start()s it.
+//
+//   auto gw = Gateway::create(options, &loop, &resolver);
+//   gw.value()->router().add(http::verb::get, "/metrics", handler);
+//   gw.value()->set_observer(&metrics);
+//   uint16_t port = gw.value()->start().value();
+//   gw.value()->stop_on_signals();   // SIGINT/SIGTERM make wait() stop gracefully
+//   gw.value()->wait();
+//
+// The EngineLoop and the ModelResolver are not owned and must outlive the
+// Gateway. router() and set_observer() are for before start(); start(),
+// stop() and wait() may be called from any thread (stop() not from a handler).
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "chat/chat_template.h"
+#include "common/status.h"
+#include "engine/engine_loop.h"
+#include "gateway/generation_runner.h"
+#include "gateway/http_server.h"
+#include "gateway/model_resolver.h"
+#include "gateway/openai_request.h"
+#include "gateway/request_observer.h"
+#include "gateway/router.h"
+#include "gateway/server_options.h"
+
+namespace loragate {
+
+struct GatewayOptions {
+  ServerOptions server;                         // listening, limits, timeouts
+  std::string served_model_name = "loragate";   // the base model's name in `model` and /v1/models
+  std::string model_dir;                        // the chat template is read from here; "" = plain fallback
+  bool log_requests = true;                     // one JSON line per request on stderr
+};
+
+class Gateway {
+ public:
+  static Result<std::unique_ptr<Gateway>> create(GatewayOptions options, EngineLoop* loop, ModelResolver* resolver);
+  ~Gateway();  // stop()
+  Gateway(const Gateway&) = delete;
+  Gateway& operator=(const Gateway&) = delete;
+
+  // Routes: the built-in ones are registered; add more before start().
+  Router& router() { return router_; }
+  // Called once per finished request; not owned; null = none. Before start().
+  void set_observer(RequestObserver* observer) { observer_ = observer; }
+
+  // Binds and serves; returns the bound port.
+  Result<uint16_t> start();
+  // Graceful: /ready turns 503 and new generations get 503, new connections
+  // are refused, in-flight requests finish until shutdown_deadline, then
+  // what is left is cancelled and closed. Idempotent.
+  void stop();
+  // Makes SIGINT/SIGTERM wake wait(), which then stops. After start().
+  void stop_on_signals();
+  // Blocks until stop() has finished (or, after stop_on_signals, a signal came and it stopped).
+  void wait();
+
+  bool ready() const { return server_ && server_->started() && !runner_.stopping(); }
+  const ApiContext& api() const { return api_; }
+  size_t in_flight() const { return runner_.in_flight(); }
+
+ private:
+  Gateway(GatewayOptions options, EngineLoop* loop, ModelResolver* resolver, ChatTemplate chat_template);
+  void add_builtin_routes();
+  void on_request_done(const RequestRecord& record);
+
+  const GatewayOptions options_;
+  ChatTemplate chat_template_;
+  Router router_;
+  GenerationRunner runner_;
+  ApiContext api_;
+  RequestObserver* observer_ = nullptr;
+  std::unique_ptr<HttpServer> server_;  // destroyed first: its pending handlers reference the rest
+
+  std::mutex stop_mu_;                  // serialises stop()
+  std::mutex state_mu_;
+  std::condition_variable state_cv_;
+  bool stopped_ = false;                // guarded by state_mu_
+  bool signalled_ = false;              // guarded by state_mu_
+};
+
+}  // namespace loragate

@@ -1,0 +1,115 @@
+#include "gateway/generation_runner.h"
+
+#include <vector>
+
+#include "gateway/openai_errors.h"
+#include "gateway/stream_sink.h"
+
+namespace loragate {
+
+GenerationRunner::GenerationRunner(EngineLoop* loop, int32_t max_in_flight)
+    : loop_(loop), max_in_flight_(max_in_flight) {}
+
+GenerationRunner::~GenerationRunner() = default;
+
+void GenerationRunner::run(const std::shared_ptr<Exchange>& exchange, GenerationCall call) {
+  RequestRecord& record = exchange->record();
+  record.adapter = call.request.adapter;
+  record.prompt_tokens = static_cast<int64_t>(call.request.prompt_ids.size());
+  auto sink = std::make_shared<StreamSink>(exchange, call.format, call.stream, call.include_usage, this);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) {
+      return exchange->respond(error_response(http::status::service_unavailable, "the server is shutting down", "",
+                                              "service_unavailable"));
+    }
+    if (live_.size() >= static_cast<size_t>(std::max(0, max_in_flight_))) {
+      return exchange->respond(error_response(http::status::too_many_requests,
+                                              "too many requests in flight (limit " + std::to_string(max_in_flight_) +
+                                                  "); retry later",
+                                              "", "rate_limit_exceeded"));
+    }
+    live_.emplace(sink.get(), sink);
+  }
+  call.request.sink = sink.get();
+  Result<int64_t> id = loop_->submit(std::move(call.request));
+  if (!id.is_ok()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      live_.erase(sink.get());
+    }
+    const Status& s = id.status();
+    if (s.code() == StatusCode::kNotFound) {
+      return exchange->respond(error_response(http::status::not_found, s.message(), "model", "model_not_found"));
+    }
+    if (s.code() == StatusCode::kResourceExhausted && s.message().find("shutting down") != std::string::npos) {
+      return exchange->respond(error_response(http::status::service_unavailable, s.message(), "", "service_unavailable"));
+    }
+    // Engine-side resource_exhausted at submit is about this request's size (KV pool).
+    return exchange->respond(error_response(http_status_for(s, /*about_size=*/true), s.message()));
+  }
+  sink->set_id(id.value());
+  exchange->on_client_gone([loop = loop_, id = id.value()] { loop->cancel(id); });
+  if (call.stream) {
+    exchange->start_stream(http::status::ok, "text/event-stream");
+    for (const nlohmann::json& chunk : call.format->opening()) {
+      exchange->send_chunk("data: " + chunk.dump() + "\n\n");
+    }
+  }
+}
+
+void GenerationRunner::begin_stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stopping_ = true;
+}
+
+bool GenerationRunner::stopping() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stopping_;
+}
+
+void GenerationRunner::cancel_all() {
+  std::vector<int64_t> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [raw, sink] : live_) ids.push_back(sink->id());
+  }
+  for (int64_t id : ids) {
+    if (id > 0) loop_->cancel(id);
+  }
+}
+
+bool GenerationRunner::wait_idle(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return idle_.wait_until(lock, deadline, [&] { return live_.empty() && releasing_ == 0; });
+}
+
+void GenerationRunner::detach_all() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [raw, sink] : live_) sink->detach();
+}
+
+size_t GenerationRunner::in_flight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return live_.size();
+}
+
+void GenerationRunner::release(StreamSink* sink) {
+  std::shared_ptr<StreamSink> last;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.find(sink);
+    if (it == live_.end()) return;
+    last = std::move(it->second);
+    live_.erase(it);
+    ++releasing_;
+  }
+  // Dropping the sink may destroy its exchange and session: done before
+  // wait_idle() can return, so stop() never frees the io_context under it.
+  last.reset();
+  std::lock_guard<std::mutex> lock(mu_);
+  --releasing_;
+  if (live_.empty() && releasing_ == 0) idle_.notify_all();
+}
+
+}  // namespace loragate

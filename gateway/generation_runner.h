@@ -1,0 +1,67 @@
+// GenerationRunner: runs an exchange's GenerationRequest on the EngineLoop.
+// It bounds the requests in flight (429 past max_in_flight), refuses new
+// ones while stopping (503), maps submit errors to OpenAI errors, starts the
+// SSE stream, and cancels the engine request when the client goes away.
+// It owns every StreamSink until the engine finishes it, so that shutdown
+// can cancel what is left and wait for it.
+//
+// run() is called on an exchange's strand; the rest is thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "engine/engine_loop.h"
+#include "gateway/http_exchange.h"
+#include "gateway/response_format.h"
+
+namespace loragate {
+
+class StreamSink;
+
+struct GenerationCall {
+  GenerationRequest request;                     // prompt, params, adapter (the runner sets the sink)
+  std::shared_ptr<const ResponseFormat> format;  // shapes the answer
+  bool stream = false;                           // answer with server-sent events
+  bool include_usage = false;                    // streams: a usage chunk before [DONE]
+};
+
+class GenerationRunner {
+ public:
+  GenerationRunner(EngineLoop* loop, int32_t max_in_flight);
+  ~GenerationRunner();
+  GenerationRunner(const GenerationRunner&) = delete;
+  GenerationRunner& operator=(const GenerationRunner&) = delete;
+
+  // Submits `call` and answers `exchange` when it finishes (or streams it).
+  void run(const std::shared_ptr<Exchange>& exchange, GenerationCall call);
+
+  // New requests get 503 from now on.
+  void begin_stop();
+  bool stopping() const;
+  // Cancels every request in flight (their clients get 503 or an SSE error).
+  void cancel_all();
+  // Waits until no request is in flight or `deadline`; true when none is left.
+  bool wait_idle(std::chrono::steady_clock::time_point deadline);
+  // Stops every live sink from posting (call once the network threads are gone).
+  void detach_all();
+  size_t in_flight() const;
+
+  // Called by a StreamSink from on_finish: forgets it (this may destroy it).
+  void release(StreamSink* sink);
+
+ private:
+  EngineLoop* const loop_;
+  const int32_t max_in_flight_;
+  mutable std::mutex mu_;
+  std::condition_variable idle_;
+  std::map<StreamSink*, std::shared_ptr<StreamSink>> live_;  // guarded by mu_
+  int32_t releasing_ = 0;                                    // guarded by mu_; sinks being dropped
+  bool stopping_ = false;                                    // guarded by mu_
+};
+
+}  // namespace loragate

@@ -1,0 +1,118 @@
+#include "gateway/http_server.h"
+
+#include <cstdio>
+#include <future>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core/bind_handler.hpp>
+
+namespace loragate {
+
+namespace beast = boost::beast;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+HttpServer::HttpServer(ServerOptions options, const Router* router,
+                       std::function<void(const RequestRecord&)> on_request_done)
+    : ctx_(std::make_shared<SessionContext>()),
+      ioc_(std::max(1, options.io_threads)),
+      acceptor_(net::make_strand(ioc_)) {
+  ctx_->options = std::move(options);
+  ctx_->router = router;
+  ctx_->tracker = &tracker_;
+  ctx_->draining = &draining_;
+  ctx_->on_request_done = std::move(on_request_done);
+}
+
+HttpServer::~HttpServer() {
+  if (started()) stop();
+}
+
+Result<uint16_t> HttpServer::start() {
+  if (started()) return Status::invalid_argument("the server is already started");
+  const ServerOptions& o = ctx_->options;
+  if (o.io_threads <= 0) return Status::invalid_argument("server.io_threads must be > 0");
+  const std::string where = o.host + ":" + std::to_string(o.port);
+  beast::error_code ec;
+  tcp::resolver resolver(ioc_);
+  auto endpoints = resolver.resolve(o.host, std::to_string(o.port), tcp::resolver::passive, ec);
+  if (ec || endpoints.empty()) return Status::invalid_argument("cannot resolve server.host " + where + ": " + ec.message());
+  const tcp::endpoint endpoint = endpoints.begin()->endpoint();
+  acceptor_.open(endpoint.protocol(), ec);
+  if (ec) return Status::io_error("cannot open a socket for " + where + ": " + ec.message());
+  acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+  if (ec) return Status::io_error("cannot set SO_REUSEADDR on " + where + ": " + ec.message());
+  acceptor_.bind(endpoint, ec);
+  if (ec) return Status::io_error("cannot bind " + where + ": " + ec.message());
+  acceptor_.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) return Status::io_error("cannot listen on " + where + ": " + ec.message());
+  port_ = acceptor_.local_endpoint(ec).port();
+  work_.emplace(ioc_.get_executor());
+  net::dispatch(acceptor_.get_executor(), [this] { do_accept(); });
+  for (int i = 0; i < o.io_threads; ++i) threads_.emplace_back([this] { ioc_.run(); });
+  return port_;
+}
+
+void HttpServer::do_accept() {
+  acceptor_.async_accept(net::make_strand(ioc_), beast::bind_front_handler(&HttpServer::on_accept, this));
+}
+
+void HttpServer::on_accept(beast::error_code ec, tcp::socket socket) {
+  if (!acceptor_.is_open() || ec == net::error::operation_aborted) return;
+  if (ec) {
+    std::fprintf(stderr, "loragate: accept failed: %s\n", ec.message().c_str());
+  } else if (tracker_.size() >= static_cast<size_t>(std::max(0, ctx_->options.max_connections))) {
+    beast::error_code ignored;
+    socket.close(ignored);  // over the connection limit: refuse at once
+  } else {
+    // Tokens stream as small writes: without TCP_NODELAY, Nagle's algorithm
+    // holds each one back for the previous ACK and bunches SSE events together.
+    beast::error_code nodelay_ec;
+    socket.set_option(tcp::no_delay(true), nodelay_ec);
+    auto session = std::make_shared<HttpSession>(std::move(socket), ctx_);
+    session->start(tracker_.add(session));
+  }
+  do_accept();
+}
+
+void HttpServer::stop_accepting() {
+  if (!started() || draining_.exchange(true)) return;
+  std::promise<void> closed;
+  net::dispatch(acceptor_.get_executor(), [this, &closed] {
+    beast::error_code ignored;
+    acceptor_.close(ignored);
+    closed.set_value();
+  });
+  closed.get_future().wait();
+  for (auto& session : tracker_.live()) session->close_when_idle();
+}
+
+bool HttpServer::wait_idle(std::chrono::steady_clock::time_point deadline) {
+  return tracker_.wait_empty_until(deadline);
+}
+
+void HttpServer::close_all() {
+  for (auto& session : tracker_.live()) session->force_close();
+}
+
+void HttpServer::join() {
+  if (threads_.empty()) return;
+  work_.reset();
+  ioc_.stop();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+}
+
+void HttpServer::stop() {
+  if (!started()) return;
+  stop_accepting();
+  if (!wait_idle(std::chrono::steady_clock::now() + ctx_->options.shutdown_deadline)) {
+    close_all();
+    wait_idle(std::chrono::steady_clock::now() + std::chrono::seconds(1));
+  }
+  join();
+}
+
+}  // namespace loragate

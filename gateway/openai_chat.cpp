@@ -1,0 +1,171 @@
+#include "gateway/openai_chat.h"
+
+#include <algorithm>
+#include <array>
+
+namespace loragate {
+
+using nlohmann::json;
+
+json ChatFormat::chunk(json delta, json finish_reason) const {
+  return {{"id", meta_.id},
+          {"object", "chat.completion.chunk"},
+          {"created", meta_.created},
+          {"model", meta_.model},
+          {"choices", json::array({{{"index", 0},
+                                    {"delta", std::move(delta)},
+                                    {"finish_reason", std::move(finish_reason)},
+                                    {"logprobs", nullptr}}})}};
+}
+
+json ChatFormat::full(const GenerationResult& result) const {
+  return {{"id", meta_.id},
+          {"object", "chat.completion"},
+          {"created", meta_.created},
+          {"model", meta_.model},
+          {"choices", json::array({{{"index", 0},
+                                    {"message", {{"role", "assistant"}, {"content", result.text}}},
+                                    {"finish_reason", openai_finish_reason(result.finish_reason)},
+                                    {"logprobs", nullptr}}})},
+          {"usage", usage_json(result)}};
+}
+
+std::vector<json> ChatFormat::opening() const {
+  return {chunk({{"role", "assistant"}, {"content", ""}}, nullptr)};
+}
+
+json ChatFormat::delta(std::string_view text) const { return chunk({{"content", text}}, nullptr); }
+
+json ChatFormat::finish(std::string_view text, std::string_view finish_reason) const {
+  return chunk(text.empty() ? json::object() : json{{"content", text}}, finish_reason);
+}
+
+json ChatFormat::usage(const GenerationResult& result) const {
+  json body = chunk(json::object(), nullptr);
+  body["choices"] = json::array();
+  body["usage"] = usage_json(result);
+  return body;
+}
+
+std::optional<ApiError> read_chat_messages(const json& body, json* messages) {
+  auto it = body.find("messages");
+  if (it == body.end() || it->is_null()) return bad_request("messages is required", "messages");
+  if (!it->is_array() || it->empty()) return bad_request("messages must be a non-empty list", "messages");
+  static constexpr std::array<const char*, 5> kRoles = {"system", "developer", "user", "assistant", "tool"};
+  *messages = json::array();
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& m = (*it)[i];
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) return bad_request(where + " must be an object", "messages");
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) return bad_request(where + ".role must be a string", "messages");
+    const std::string r = role->get<std::string>();
+    if (std::find(kRoles.begin(), kRoles.end(), r) == kRoles.end()) {
+      return bad_request(where + ".role must be one of system, developer, user, assistant, tool; got '" + r + "'",
+                         "messages");
+    }
+    json out = m;
+    auto content = m.find("content");
+    if (content == m.end() || content->is_null()) {
+      if (r != "assistant") return bad_request(where + ".content is required", "messages");
+      out["content"] = nullptr;
+    } else if (content->is_string()) {
+      // kept as is
+    } else if (content->is_array()) {
+      std::string text;
+      for (const json& part : *content) {
+        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+            !part["text"].is_string()) {
+          return bad_request(where + ".content: only text parts ({\"type\": \"text\", \"text\": ...}) are supported",
+                             "messages");
+        }
+        if (!text.empty()) text += "\n";
+        text += part["text"].get<std::string>();
+      }
+      out["content"] = text;
+    } else {
+      return bad_request(where + ".content must be a string or a list of text parts", "messages");
+    }
+    messages->push_back(std::move(out));
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+std::optional<ApiError> refuse_unsupported_chat_fields(const json& body) {
+  bool logprobs = false;
+  if (auto err = read_bool(body, "logprobs", &logprobs)) return err;
+  if (logprobs) return bad_request("logprobs is not supported yet", "logprobs");
+  if (body.contains("top_logprobs") && !body["top_logprobs"].is_null()) {
+    return bad_request("top_logprobs is not supported yet", "top_logprobs");
+  }
+  if (body.contains("response_format") && !body["response_format"].is_null()) {
+    const json& rf = body["response_format"];
+    if (!rf.is_object() || rf.value("type", "") != "text") {
+      return bad_request("response_format other than {\"type\": \"text\"} is not supported yet", "response_format");
+    }
+  }
+  if (body.contains("continue_final_message") && body["continue_final_message"] == true) {
+    return bad_request("continue_final_message is not supported yet", "continue_final_message");
+  }
+  return std::nullopt;
+}
+
+// Template variables: chat_template_kwargs, plus `tools` when given.
+std::optional<ApiError> template_vars(const json& body, json* vars) {
+  *vars = json::object();
+  if (body.contains("chat_template_kwargs") && !body["chat_template_kwargs"].is_null()) {
+    if (!body["chat_template_kwargs"].is_object()) {
+      return bad_request("chat_template_kwargs must be an object", "chat_template_kwargs");
+    }
+    *vars = body["chat_template_kwargs"];
+  }
+  if (body.contains("tools") && !body["tools"].is_null()) {
+    if (!body["tools"].is_array()) return bad_request("tools must be a list", "tools");
+    (*vars)["tools"] = body["tools"];
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void handle_chat_completions(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchange) {
+  OpenAiRequest req;
+  if (auto err = read_openai_request(ctx, *exchange, /*chat=*/true, &req)) return exchange->respond(err->to_response());
+  const json& body = req.body;
+  if (auto err = refuse_unsupported_chat_fields(body)) return exchange->respond(err->to_response());
+  json messages, vars;
+  if (auto err = read_chat_messages(body, &messages)) return exchange->respond(err->to_response());
+  if (auto err = template_vars(body, &vars)) return exchange->respond(err->to_response());
+  bool add_generation_prompt = true;  // vLLM extension
+  if (auto err = read_bool(body, "add_generation_prompt", &add_generation_prompt)) {
+    return exchange->respond(err->to_response());
+  }
+  const Engine& engine = ctx.loop->engine();
+  if (engine.tokenizer() == nullptr || ctx.chat_template == nullptr) {
+    return exchange->respond(
+        bad_request("this model has no tokenizer: use /v1/completions with token ids", "messages").to_response());
+  }
+  Result<std::string> text = ctx.chat_template->render(messages, add_generation_prompt, vars);
+  if (!text.is_ok()) {
+    return exchange->respond(error_response(http_status_for(text.status(), /*about_size=*/true),
+                                            "chat template: " + text.status().message(), "messages"));
+  }
+
+  GenerationCall call;
+  call.request.prompt_ids = engine.tokenizer()->encode(text.value(), /*add_special_tokens=*/false);
+  call.request.params = req.fields.params;
+  if (call.request.params.max_tokens < 0) {  // OpenAI's default: as much as the context leaves
+    const int64_t room = engine.max_model_len() - static_cast<int64_t>(call.request.prompt_ids.size());
+    call.request.params.max_tokens = static_cast<int32_t>(std::max<int64_t>(room, 0));
+  }
+  call.request.adapter = req.choice.adapter;
+  call.stream = req.fields.stream;
+  call.include_usage = req.fields.include_usage;
+  call.format = std::make_shared<ChatFormat>(
+      CompletionMeta{make_response_id("chatcmpl-", exchange->record().id), unix_now(), req.response_model});
+  ctx.runner->run(exchange, std::move(call));
+}
+
+}  // namespace loragate

@@ -1,0 +1,38 @@
+// POST /v1/chat/completions: OpenAI messages rendered through the base
+// model's chat template (with chat_template_kwargs as template variables),
+// then generated like a completion; answered whole or as
+// chat.completion.chunk events (the first delta carries the role).
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "gateway/openai_request.h"
+#include "gateway/response_format.h"
+
+namespace loragate {
+
+class ChatFormat final : public ResponseFormat {
+ public:
+  explicit ChatFormat(CompletionMeta meta) : meta_(std::move(meta)) {}
+  nlohmann::json full(const GenerationResult& result) const override;
+  std::vector<nlohmann::json> opening() const override;
+  nlohmann::json delta(std::string_view text) const override;
+  nlohmann::json finish(std::string_view text, std::string_view finish_reason) const override;
+  nlohmann::json usage(const GenerationResult& result) const override;
+
+ private:
+  nlohmann::json chunk(nlohmann::json delta, nlohmann::json finish_reason) const;
+  CompletionMeta meta_;
+};
+
+// Checks `messages` (a non-empty list of {role, content} with string roles
+// and string, null (assistant) or text-part contents) and returns them with
+// every content flattened to a string; other message fields pass through.
+std::optional<ApiError> read_chat_messages(const nlohmann::json& body, nlohmann::json* messages);
+
+void handle_chat_completions(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchange);
+
+}  // namespace loragate

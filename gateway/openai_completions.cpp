@@ -1,0 +1,111 @@
+#include "gateway/openai_completions.h"
+
+namespace loragate {
+
+using nlohmann::json;
+
+json CompletionFormat::chunk(json choices) const {
+  return {{"id", meta_.id}, {"object", "text_completion"}, {"created", meta_.created}, {"model", meta_.model},
+          {"choices", std::move(choices)}};
+}
+
+json CompletionFormat::full(const GenerationResult& result) const {
+  json body = chunk(json::array({{{"index", 0},
+                                  {"text", result.text},
+                                  {"finish_reason", openai_finish_reason(result.finish_reason)},
+                                  {"logprobs", nullptr}}}));
+  body["usage"] = usage_json(result);
+  return body;
+}
+
+json CompletionFormat::delta(std::string_view text) const {
+  return chunk(json::array({{{"index", 0}, {"text", text}, {"finish_reason", nullptr}, {"logprobs", nullptr}}}));
+}
+
+json CompletionFormat::finish(std::string_view text, std::string_view finish_reason) const {
+  return chunk(json::array({{{"index", 0}, {"text", text}, {"finish_reason", finish_reason}, {"logprobs", nullptr}}}));
+}
+
+json CompletionFormat::usage(const GenerationResult& result) const {
+  json body = chunk(json::array());
+  body["usage"] = usage_json(result);
+  return body;
+}
+
+namespace {
+
+bool all_of_type(const json& list, bool (json::*is)() const noexcept) {
+  for (const json& v : list) {
+    if (!(v.*is)()) return false;
+  }
+  return true;
+}
+
+std::optional<ApiError> token_ids(const json& list, std::vector<int32_t>* out) {
+  for (const json& v : list) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
+      return bad_request("prompt token ids must be non-negative integers", "prompt");
+    }
+    out->push_back(static_cast<int32_t>(v.get<int64_t>()));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> read_completion_prompt(const json& body, const Tokenizer* tokenizer,
+                                               std::vector<int32_t>* prompt_ids) {
+  auto it = body.find("prompt");
+  if (it == body.end() || it->is_null()) return bad_request("prompt is required", "prompt");
+  const json& prompt = *it;
+  const char* shapes = "prompt must be a string, a list of one string, or a list of token ids";
+  auto encode = [&](const std::string& text) -> std::optional<ApiError> {
+    if (tokenizer == nullptr) return bad_request("this model has no tokenizer: send the prompt as token ids", "prompt");
+    *prompt_ids = tokenizer->encode(text, /*add_special_tokens=*/true);
+    return std::nullopt;
+  };
+  if (prompt.is_string()) return encode(prompt.get<std::string>());
+  if (!prompt.is_array() || prompt.empty()) return bad_request(shapes, "prompt");
+  if (all_of_type(prompt, &json::is_string)) {
+    if (prompt.size() != 1) {
+      return bad_request("only one prompt per request is supported, got " + std::to_string(prompt.size()), "prompt");
+    }
+    return encode(prompt[0].get<std::string>());
+  }
+  if (all_of_type(prompt, &json::is_number)) return token_ids(prompt, prompt_ids);
+  if (prompt.size() == 1 && prompt[0].is_array()) return token_ids(prompt[0], prompt_ids);
+  if (all_of_type(prompt, &json::is_array)) {
+    return bad_request("only one prompt per request is supported, got " + std::to_string(prompt.size()), "prompt");
+  }
+  return bad_request(shapes, "prompt");
+}
+
+void handle_completions(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchange) {
+  OpenAiRequest req;
+  if (auto err = read_openai_request(ctx, *exchange, /*chat=*/false, &req)) return exchange->respond(err->to_response());
+  const json& body = req.body;
+  if (body.contains("logprobs") && !body["logprobs"].is_null()) {
+    return exchange->respond(bad_request("logprobs is not supported yet", "logprobs").to_response());
+  }
+  bool echo = false;
+  if (auto err = read_bool(body, "echo", &echo)) return exchange->respond(err->to_response());
+  if (echo) return exchange->respond(bad_request("echo is not supported yet", "echo").to_response());
+  std::string suffix;
+  if (auto err = read_string(body, "suffix", &suffix)) return exchange->respond(err->to_response());
+  if (!suffix.empty()) return exchange->respond(bad_request("suffix is not supported yet", "suffix").to_response());
+
+  GenerationCall call;
+  if (auto err = read_completion_prompt(body, ctx.loop->engine().tokenizer(), &call.request.prompt_ids)) {
+    return exchange->respond(err->to_response());
+  }
+  call.request.params = req.fields.params;
+  if (call.request.params.max_tokens < 0) call.request.params.max_tokens = 16;  // OpenAI's default
+  call.request.adapter = req.choice.adapter;
+  call.stream = req.fields.stream;
+  call.include_usage = req.fields.include_usage;
+  call.format = std::make_shared<CompletionFormat>(
+      CompletionMeta{make_response_id("cmpl-", exchange->record().id), unix_now(), req.response_model});
+  ctx.runner->run(exchange, std::move(call));
+}
+
+}  // namespace loragate

@@ -1,0 +1,25 @@
+// ServerOptions: how the HTTP server listens, and its limits and timeouts.
+// One field per YAML key (server.*); every field has a safe default.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace loragate {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";                        // address to bind; "0.0.0.0" for every interface
+  uint16_t port = 8000;                                  // TCP port; 0 = an ephemeral port (tests)
+  int32_t io_threads = 2;                                // threads running the network event loop
+  uint64_t max_body_bytes = 1u << 20;                    // larger request bodies get 413
+  uint32_t max_header_bytes = 8u << 10;                  // larger request headers get 431
+  int32_t max_connections = 1024;                        // connections past this are closed at accept
+  std::chrono::milliseconds read_timeout{30'000};        // to read one whole request once it has begun
+  std::chrono::milliseconds idle_timeout{60'000};        // keep-alive: wait for the next request this long
+  std::chrono::milliseconds write_timeout{30'000};       // to write one response (or one stream chunk)
+  std::chrono::milliseconds shutdown_deadline{30'000};   // stop(): in-flight requests get this long to finish
+  int32_t max_queued_requests = 256;                     // generation requests in flight at once; more get 429
+};
+
+}  // namespace loragate

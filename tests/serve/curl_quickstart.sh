@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The README's curl examples against `loragate serve` on its embedded demo, as
+# a user runs them (only the port differs: an ephemeral one). Usage:
+#   curl_quickstart.sh path/to/loragate
+set -euo pipefail
+bin=$1
+work=$(mktemp -d)
+trap 'kill -9 "${pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; echo "--- server output:"; cat "$work/server.log"; exit 1; }
+
+cat > "$work/config.yaml" <<YAML
+demo: {dir: $work/demo}
+adapters: {registry: $work/registry.db}
+YAML
+LORAGATE_ADMIN_TOKEN=s3cret "$bin" serve --config "$work/config.yaml" --port 0 > "$work/server.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do
+  url=$(grep -o 'on http://[0-9.:]*' "$work/server.log" | head -1 | cut -c4- || true)
+  [ -n "$url" ] && break
+  kill -0 "$pid" 2>/dev/null || fail "server exited at start"
+  sleep 0.1
+done
+[ -n "$url" ] || fail "server did not print its URL"
+echo "server at $url"
+
+# The README's examples.
+curl -sf "$url/v1/models" > "$work/models.json" || fail "GET /v1/models"
+grep -q '"id":"support-bot"' "$work/models.json" || fail "support-bot not listed: $(cat "$work/models.json")"
+grep -q '"parent":"loragate-demo"' "$work/models.json" || fail "adapters must name their parent base"
+
+curl -sf "$url/v1/completions" -H 'Content-Type: application/json' \
+  -d '{"model": "support-bot", "prompt": "Once upon a time", "max_tokens": 16}' > "$work/c1.json" || fail "completion"
+grep -q '"completion_tokens":16' "$work/c1.json" || fail "completion usage: $(cat "$work/c1.json")"
+
+curl -sf "$url/v1/completions" -H 'Content-Type: application/json' -H 'X-Scenario: legal' \
+  -d '{"prompt": "Once upon a time", "max_tokens": 16, "temperature": 0}' > "$work/c2.json" || fail "scenario completion"
+grep -q '"text_completion"' "$work/c2.json" || fail "scenario completion: $(cat "$work/c2.json")"
+
+curl -sfN "$url/v1/chat/completions" -H 'Content-Type: application/json' \
+  -d '{"model": "poetry", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 16, "stream": true}' \
+  > "$work/chat.sse" || fail "streaming chat"
+grep -q '^data: \[DONE\]' "$work/chat.sse" || fail "stream did not end with [DONE]"
+[ "$(grep -c '^data: {' "$work/chat.sse")" -ge 2 ] || fail "too few stream chunks"
+
+# Admin: register, list, route a scenario, unregister.
+auth='Authorization: Bearer s3cret'
+curl -sf "$url/admin/adapters" -H "$auth" -H 'Content-Type: application/json' \
+  -d "{\"name\": \"poetry-2\", \"path\": \"$work/demo/adapters/poetry\"}" > "$work/add.json" || fail "admin add"
+"$bin" adapter ls --url "$url" --token s3cret | grep -q '^poetry-2 ' || fail "adapter ls"
+"$bin" scenario set verses poetry-2 --url "$url" --token s3cret > /dev/null || fail "scenario set"
+curl -sf "$url/v1/completions" -H 'Content-Type: application/json' \
+  -d '{"scenario": "verses", "prompt": "Hi", "max_tokens": 4}' > /dev/null || fail "completion by body scenario"
+status=$(curl -s -o /dev/null -w '%{http_code}' "$url/admin/adapters" -H 'Authorization: Bearer wrong')
+[ "$status" = 401 ] || fail "wrong token gave $status"
+curl -sf "$url/metrics" | grep -q '^loragate_requests_total{adapter="support-bot",status="200"} 1' || fail "metrics"
+
+kill -TERM "$pid"
+wait "$pid" && code=0 || code=$?
+[ "$code" = 0 ] || fail "SIGTERM exit code $code"
+echo "curl quickstart: all checks passed"
