@@ -19,22 +19,24 @@ int fail(const std::string& message) {
 
 namespace {
 
-// libgomp reads OMP_WAIT_POLICY once, as it loads, before main() runs. Its
-// default spins waiting workers for a long time, and on a machine whose cores
-// are shared (another process, ctest -j2, the gateway's own I/O threads) the
-// spinning steals the very cores the step loop computes on: measured here,
-// batch-1 decode fell from 61 to 3.5 tokens/s under load. Passive waits cost
-// little when idle, so when the user has not chosen, re-run ourselves with it.
-void prefer_passive_openmp_waits(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
-  setenv("OMP_WAIT_POLICY", "passive", 1);
+// libgomp reads its wait settings once, as it loads, before main() runs. Its
+// default spins idle workers for ~300k iterations: on a machine whose cores
+// are shared (another process, ctest -j2, the gateway's own I/O threads) that
+// spinning steals the cores the step loop computes on (measured here: batch-1
+// decode fell from 61 to 3.5 tokens/s under load). Fully passive waits cost a
+// futex wake per parallel region instead (bf16 batch-1 decode 130 vs 170
+// tokens/s on an idle machine). A short spin keeps most of both: when the user
+// has set neither knob, re-run ourselves with GOMP_SPINCOUNT set.
+void prefer_short_openmp_spins(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
+  setenv("GOMP_SPINCOUNT", "20000", 1);
   execv("/proc/self/exe", argv);  // returns only on failure: then go on as we are
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  prefer_passive_openmp_waits(argv);
+  prefer_short_openmp_spins(argv);
   CLI::App app{"loragate: multi-LoRA LLM serving engine"};
   app.require_subcommand(1);
   loragate::cli::add_serve_command(app);
