@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "chat/jinja_value.h"
+#include "common/utf8.h"
 
 namespace loragate::jinja {
 
@@ -23,24 +24,6 @@ std::string describe_position(const std::string& source, std::size_t pos) {
 namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
-
-void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
 
 class Lexer {
  public:
@@ -238,15 +221,15 @@ class Lexer {
         case '\'': out += '\''; break;
         case '"': out += '"'; break;
         case '\n': break;  // line continuation
-        case 'x': append_utf8(out, hex(2)); break;
-        case 'u': append_utf8(out, hex(4)); break;
-        case 'U': append_utf8(out, hex(8)); break;
+        case 'x': utf8_append(out, hex(2)); break;
+        case 'u': utf8_append(out, hex(4)); break;
+        case 'U': utf8_append(out, hex(8)); break;
         default:
           if (e >= '0' && e <= '7') {
             std::uint32_t cp = static_cast<std::uint32_t>(e - '0');
             for (int k = 0; k < 2 && pos < end_ && src_[pos] >= '0' && src_[pos] <= '7'; ++k)
               cp = cp * 8 + static_cast<std::uint32_t>(src_[pos++] - '0');
-            append_utf8(out, cp);
+            utf8_append(out, cp);
           } else {  // unknown escapes keep their backslash, as in Python
             out += '\\';
             out += e;

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/utf8.h"
+
 namespace loragate::tok {
 
 // Length in bytes of the valid UTF-8 sequence starting at s[i], or 0 when the
@@ -15,7 +17,7 @@ namespace loragate::tok {
 size_t utf8_valid_len(std::string_view s, size_t i);
 // Decodes one code point at s[i] (assumes valid UTF-8) and advances i.
 char32_t utf8_next(std::string_view s, size_t& i);
-void utf8_append(std::string& out, char32_t cp);
+using loragate::utf8_append;  // common/utf8.h
 // Rust's String::from_utf8_lossy: each maximal invalid subpart becomes U+FFFD.
 std::string utf8_lossy(std::string_view s);
 bool utf8_is_valid(std::string_view s);
