@@ -175,7 +175,11 @@ Status Engine::step() {
     Sequence& seq = *chunks[i].seq;
     seq.advance_computed(chunks[i].num_tokens);
     if (batch_.seqs[i].want_logits) {
-      const int32_t token = seq.sampler().sample(logits_.data() + row * vocab, vocab);
+      const float* row_logits = logits_.data() + row * vocab;
+      const int32_t token = seq.sampler().sample(row_logits, vocab);
+      if (seq.params().logprobs >= 0) {
+        seq.logprobs.push_back(compute_logprobs(row_logits, vocab, token, seq.params().logprobs));
+      }
       ++row;
       const std::string delta = seq.append_token(token, eos_ids_, now);
       if (seq.sink != nullptr) seq.sink->on_token(seq.id(), token, delta);
@@ -201,6 +205,7 @@ GenerationResult Engine::make_result(const Sequence& seq) const {
   r.adapter = seq.adapter;
   if (!seq.error().is_ok()) r.error = seq.error().message();
   r.preemptions = seq.preemptions;
+  r.logprobs = seq.logprobs;
   if (seq.first_scheduled) r.queue_ms = ms_between(seq.arrival(), *seq.first_scheduled);
   const auto& times = seq.token_times();
   if (!times.empty()) r.ttft_ms = ms_between(seq.arrival(), times.front());

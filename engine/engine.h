@@ -59,6 +59,7 @@ struct GenerationResult {
   double queue_ms = 0;               // arrival -> first scheduled
   double ttft_ms = 0;                // arrival -> first token
   std::vector<double> itl_ms;        // gaps between consecutive tokens
+  std::vector<TokenLogprobs> logprobs;  // per output token, when params.logprobs >= 0
   int32_t preemptions = 0;
 };
 

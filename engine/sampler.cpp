@@ -17,10 +17,33 @@ Status SamplingParams::validate() const {
     return Status::invalid_argument("top_p must be in (0, 1], got " + std::to_string(top_p));
   }
   if (max_tokens < 0) return Status::invalid_argument("max_tokens must be >= 0, got " + std::to_string(max_tokens));
+  if (logprobs < -1 || logprobs > 20) {
+    return Status::invalid_argument("logprobs must be between 0 and 20, got " + std::to_string(logprobs));
+  }
   for (const std::string& s : stop) {
     if (s.empty()) return Status::invalid_argument("stop strings must not be empty");
   }
   return Status::ok();
+}
+
+TokenLogprobs compute_logprobs(const float* logits, int64_t vocab, int32_t token, int32_t top_n) {
+  const float max_logit = logits[cpu::argmax(logits, vocab)];
+  double sum = 0.0;
+  for (int64_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i] - max_logit));
+  const double log_z = max_logit + std::log(sum);
+  TokenLogprobs out;
+  out.token = token;
+  out.logprob = static_cast<float>(logits[token] - log_z);
+  const int64_t n = std::min<int64_t>(top_n, vocab);
+  if (n > 0) {
+    std::vector<int32_t> ids(static_cast<size_t>(vocab));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), [logits](int32_t a, int32_t b) {
+      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    });
+    for (int64_t i = 0; i < n; ++i) out.top.emplace_back(ids[i], static_cast<float>(logits[ids[i]] - log_z));
+  }
+  return out;
 }
 
 Sampler::Sampler(const SamplingParams& params, uint64_t seed)

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -18,9 +19,19 @@ struct SamplingParams {
   int32_t max_tokens = 16;             // tokens to generate at most
   std::vector<std::string> stop;       // stop strings; the text ends before the first one found
   bool ignore_eos = false;             // keep going past EOS ids (benchmarks)
+  int32_t logprobs = -1;               // report each token's log-probability and this many
+                                       // most likely alternatives (0..20); -1 = none
 
   // Says which field is out of range, e.g. "temperature must be >= 0, got -1".
   Status validate() const;
+};
+
+// One generated token's log-probability under the model (before temperature,
+// top-k or top-p), and the most likely alternatives at that step.
+struct TokenLogprobs {
+  int32_t token = 0;
+  float logprob = 0;
+  std::vector<std::pair<int32_t, float>> top;  // most likely first (ties by id)
 };
 
 }  // namespace loragate

@@ -69,6 +69,7 @@ class Sequence {
   std::string adapter;          // registered adapter name; "" = the base alone
   int32_t lora_slot = -1;       // slot pinned while running; -1 = none
   int32_t slot_waits = 0;       // steps spent waiting for a free adapter slot
+  std::vector<TokenLogprobs> logprobs;  // per output token, when params().logprobs >= 0
   RequestSink* sink = nullptr;  // not owned; may be null
 
  private:

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include "gateway/logprobs_format.h"
+
 namespace loragate {
 
 using nlohmann::json;
@@ -19,6 +21,8 @@ json ChatFormat::chunk(json delta, json finish_reason) const {
 }
 
 json ChatFormat::full(const GenerationResult& result) const {
+  json logprobs = nullptr;
+  if (tokenizer_ != nullptr && !result.logprobs.empty()) logprobs = chat_logprobs(*tokenizer_, result);
   return {{"id", meta_.id},
           {"object", "chat.completion"},
           {"created", meta_.created},
@@ -26,7 +30,7 @@ json ChatFormat::full(const GenerationResult& result) const {
           {"choices", json::array({{{"index", 0},
                                     {"message", {{"role", "assistant"}, {"content", result.text}}},
                                     {"finish_reason", openai_finish_reason(result.finish_reason)},
-                                    {"logprobs", nullptr}}})},
+                                    {"logprobs", std::move(logprobs)}}})},
           {"usage", usage_json(result)}};
 }
 
@@ -93,13 +97,19 @@ std::optional<ApiError> read_chat_messages(const json& body, json* messages) {
 
 namespace {
 
-std::optional<ApiError> refuse_unsupported_chat_fields(const json& body) {
+// `logprobs: true` with `top_logprobs: k` (0..20) -> k; no logprobs -> -1.
+std::optional<ApiError> read_chat_logprobs(const json& body, bool stream, int32_t* out) {
   bool logprobs = false;
   if (auto err = read_bool(body, "logprobs", &logprobs)) return err;
-  if (logprobs) return bad_request("logprobs is not supported yet", "logprobs");
-  if (body.contains("top_logprobs") && !body["top_logprobs"].is_null()) {
-    return bad_request("top_logprobs is not supported yet", "top_logprobs");
-  }
+  int64_t top = -1;
+  if (auto err = read_int(body, "top_logprobs", 0, 20, "an integer from 0 to 20", &top)) return err;
+  if (top >= 0 && !logprobs) return bad_request("top_logprobs needs logprobs: true", "top_logprobs");
+  if (logprobs && stream) return bad_request("logprobs with stream is not supported yet", "logprobs");
+  *out = logprobs ? static_cast<int32_t>(std::max<int64_t>(top, 0)) : -1;
+  return std::nullopt;
+}
+
+std::optional<ApiError> refuse_unsupported_chat_fields(const json& body) {
   if (body.contains("response_format") && !body["response_format"].is_null()) {
     const json& rf = body["response_format"];
     if (!rf.is_object() || rf.value("type", "") != "text") {
@@ -156,6 +166,9 @@ void handle_chat_completions(const ApiContext& ctx, const std::shared_ptr<Exchan
   GenerationCall call;
   call.request.prompt_ids = engine.tokenizer()->encode(text.value(), /*add_special_tokens=*/false);
   call.request.params = req.fields.params;
+  if (auto err = read_chat_logprobs(body, req.fields.stream, &call.request.params.logprobs)) {
+    return exchange->respond(err->to_response());
+  }
   if (call.request.params.max_tokens < 0) {  // OpenAI's default: as much as the context leaves
     const int64_t room = engine.max_model_len() - static_cast<int64_t>(call.request.prompt_ids.size());
     call.request.params.max_tokens = static_cast<int32_t>(std::max<int64_t>(room, 0));
@@ -164,7 +177,8 @@ void handle_chat_completions(const ApiContext& ctx, const std::shared_ptr<Exchan
   call.stream = req.fields.stream;
   call.include_usage = req.fields.include_usage;
   call.format = std::make_shared<ChatFormat>(
-      CompletionMeta{make_response_id("chatcmpl-", exchange->record().id), unix_now(), req.response_model});
+      CompletionMeta{make_response_id("chatcmpl-", exchange->record().id), unix_now(), req.response_model},
+      engine.tokenizer());
   ctx.runner->run(exchange, std::move(call));
 }
 

@@ -16,7 +16,9 @@ namespace loragate {
 
 class ChatFormat final : public ResponseFormat {
  public:
-  explicit ChatFormat(CompletionMeta meta) : meta_(std::move(meta)) {}
+  // `tokenizer` renders logprobs (when the result has them); may be null.
+  explicit ChatFormat(CompletionMeta meta, const Tokenizer* tokenizer = nullptr)
+      : meta_(std::move(meta)), tokenizer_(tokenizer) {}
   nlohmann::json full(const GenerationResult& result) const override;
   std::vector<nlohmann::json> opening() const override;
   nlohmann::json delta(std::string_view text) const override;
@@ -26,6 +28,7 @@ class ChatFormat final : public ResponseFormat {
  private:
   nlohmann::json chunk(nlohmann::json delta, nlohmann::json finish_reason) const;
   CompletionMeta meta_;
+  const Tokenizer* tokenizer_;
 };
 
 // Checks `messages` (a non-empty list of {role, content} with string roles

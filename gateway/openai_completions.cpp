@@ -1,5 +1,7 @@
 #include "gateway/openai_completions.h"
 
+#include "gateway/logprobs_format.h"
+
 namespace loragate {
 
 using nlohmann::json;
@@ -10,10 +12,12 @@ json CompletionFormat::chunk(json choices) const {
 }
 
 json CompletionFormat::full(const GenerationResult& result) const {
+  json logprobs = nullptr;
+  if (tokenizer_ != nullptr && !result.logprobs.empty()) logprobs = completion_logprobs(*tokenizer_, result);
   json body = chunk(json::array({{{"index", 0},
                                   {"text", result.text},
                                   {"finish_reason", openai_finish_reason(result.finish_reason)},
-                                  {"logprobs", nullptr}}}));
+                                  {"logprobs", std::move(logprobs)}}}));
   body["usage"] = usage_json(result);
   return body;
 }
@@ -84,8 +88,12 @@ void handle_completions(const ApiContext& ctx, const std::shared_ptr<Exchange>& 
   OpenAiRequest req;
   if (auto err = read_openai_request(ctx, *exchange, /*chat=*/false, &req)) return exchange->respond(err->to_response());
   const json& body = req.body;
-  if (body.contains("logprobs") && !body["logprobs"].is_null()) {
-    return exchange->respond(bad_request("logprobs is not supported yet", "logprobs").to_response());
+  int64_t logprobs = -1;
+  if (auto err = read_int(body, "logprobs", 0, 20, "an integer from 0 to 20", &logprobs)) {
+    return exchange->respond(err->to_response());
+  }
+  if (logprobs >= 0 && req.fields.stream) {
+    return exchange->respond(bad_request("logprobs with stream is not supported yet", "logprobs").to_response());
   }
   bool echo = false;
   if (auto err = read_bool(body, "echo", &echo)) return exchange->respond(err->to_response());
@@ -99,12 +107,14 @@ void handle_completions(const ApiContext& ctx, const std::shared_ptr<Exchange>& 
     return exchange->respond(err->to_response());
   }
   call.request.params = req.fields.params;
+  call.request.params.logprobs = static_cast<int32_t>(logprobs);
   if (call.request.params.max_tokens < 0) call.request.params.max_tokens = 16;  // OpenAI's default
   call.request.adapter = req.choice.adapter;
   call.stream = req.fields.stream;
   call.include_usage = req.fields.include_usage;
   call.format = std::make_shared<CompletionFormat>(
-      CompletionMeta{make_response_id("cmpl-", exchange->record().id), unix_now(), req.response_model});
+      CompletionMeta{make_response_id("cmpl-", exchange->record().id), unix_now(), req.response_model},
+      ctx.loop->engine().tokenizer());
   ctx.runner->run(exchange, std::move(call));
 }
 

@@ -20,7 +20,9 @@ namespace loragate {
 
 class CompletionFormat final : public ResponseFormat {
  public:
-  explicit CompletionFormat(CompletionMeta meta) : meta_(std::move(meta)) {}
+  // `tokenizer` renders logprobs (when the result has them); may be null.
+  explicit CompletionFormat(CompletionMeta meta, const Tokenizer* tokenizer = nullptr)
+      : meta_(std::move(meta)), tokenizer_(tokenizer) {}
   nlohmann::json full(const GenerationResult& result) const override;
   nlohmann::json delta(std::string_view text) const override;
   nlohmann::json finish(std::string_view text, std::string_view finish_reason) const override;
@@ -29,6 +31,7 @@ class CompletionFormat final : public ResponseFormat {
  private:
   nlohmann::json chunk(nlohmann::json choices) const;
   CompletionMeta meta_;
+  const Tokenizer* tokenizer_;
 };
 
 // `prompt`: a string, a list of one string, a list of token ids, or a list of

@@ -87,5 +87,21 @@ TEST(SamplerTest, ValidateNamesTheBadField) {
   EXPECT_TRUE(SamplingParams{}.validate().is_ok());
 }
 
+TEST(LogprobsTest, LogSoftmaxOfTheChosenTokenAndTheTopAlternatives) {
+  const std::vector<float> l = {1.0f, 3.0f, 2.0f, 3.0f};
+  const TokenLogprobs lp = compute_logprobs(l.data(), 4, 2, 3);
+  const double z = std::log(std::exp(1.0) + 2 * std::exp(3.0) + std::exp(2.0));
+  EXPECT_NEAR(lp.logprob, 2.0 - z, 1e-6);
+  ASSERT_EQ(lp.top.size(), 3u);
+  EXPECT_EQ(lp.top[0].first, 1);  // ties by id
+  EXPECT_EQ(lp.top[1].first, 3);
+  EXPECT_EQ(lp.top[2].first, 2);
+  EXPECT_NEAR(lp.top[0].second, 3.0 - z, 1e-6);
+  EXPECT_TRUE(compute_logprobs(l.data(), 4, 0, 0).top.empty());
+  SamplingParams p;
+  p.logprobs = 21;
+  EXPECT_NE(p.validate().message().find("logprobs"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace loragate

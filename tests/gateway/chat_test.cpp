@@ -76,11 +76,35 @@ TEST_F(GatewayTest, ChatRefusesMalformedMessages) {
   expect_400(json::array({{{"role", "user"}, {"content", json::array({{{"type", "image_url"}}})}}}), "text parts");
 
   json body = chat_body(kServed);
+  body["top_logprobs"] = 2;  // without logprobs: true
+  EXPECT_EQ(post("/v1/chat/completions", body).json()["error"]["param"], "top_logprobs");
   body["logprobs"] = true;
-  EXPECT_EQ(post("/v1/chat/completions", body).status, 400);
+  body["stream"] = true;
+  EXPECT_EQ(post("/v1/chat/completions", body).json()["error"]["param"], "logprobs");
   body = chat_body(kServed);
   body["chat_template_kwargs"] = "no";
   EXPECT_EQ(post("/v1/chat/completions", body).json()["error"]["param"], "chat_template_kwargs");
+}
+
+TEST_F(GatewayTest, ChatLogprobsListEachToken) {
+  json body = chat_body(kServed);
+  body["max_tokens"] = 6;
+  body["temperature"] = 0;
+  body["logprobs"] = true;
+  body["top_logprobs"] = 2;
+  ClientResponse r = post("/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json choice = r.json()["choices"][0];
+  const json& content = choice["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 6u);
+  std::string joined;
+  for (const json& t : content) {
+    joined += t["token"].get<std::string>();
+    EXPECT_EQ(t["bytes"].size(), t["token"].get<std::string>().size());
+    ASSERT_EQ(t["top_logprobs"].size(), 2u);
+    EXPECT_DOUBLE_EQ(t["top_logprobs"][0]["logprob"].get<double>(), t["logprob"].get<double>());
+  }
+  EXPECT_EQ(joined, choice["message"]["content"]);
 }
 
 }  // namespace

@@ -197,5 +197,31 @@ TEST_F(GatewayTest, ModelsListsTheBaseAndEveryAdapter) {
   EXPECT_EQ(http_call(port_, http::verb::get, "/ready").status, 200);
 }
 
+// logprobs: greedy picks the most likely token, so each step's chosen
+// token is its own top alternative; the pieces spell the text.
+TEST_F(GatewayTest, CompletionLogprobsDescribeTheGreedyTokens) {
+  json body = greedy(kServed, 12);
+  body["logprobs"] = 3;
+  ClientResponse r = post("/v1/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json choice = r.json()["choices"][0];
+  const json& lp = choice["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), 12u);
+  std::string joined;
+  for (size_t i = 0; i < 12; ++i) {
+    const std::string token = lp["tokens"][i];
+    const double logprob = lp["token_logprobs"][i];
+    EXPECT_LE(logprob, 0.0);
+    EXPECT_EQ(lp["text_offset"][i], joined.size());
+    joined += token;
+    ASSERT_EQ(lp["top_logprobs"][i].size(), 3u) << lp["top_logprobs"][i].dump();
+    double best = -1e9;
+    for (const auto& [text, value] : lp["top_logprobs"][i].items()) best = std::max(best, value.get<double>());
+    EXPECT_DOUBLE_EQ(best, logprob) << "greedy: the chosen token is the most likely";
+    EXPECT_TRUE(lp["top_logprobs"][i].contains(token));
+  }
+  EXPECT_EQ(joined, choice["text"]);
+}
+
 }  // namespace
 }  // namespace loragate::testing

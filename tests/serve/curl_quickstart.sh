@@ -46,13 +46,18 @@ grep -q '^data: \[DONE\]' "$work/chat.sse" || fail "stream did not end with [DON
 auth='Authorization: Bearer s3cret'
 curl -sf "$url/admin/adapters" -H "$auth" -H 'Content-Type: application/json' \
   -d "{\"name\": \"poetry-2\", \"path\": \"$work/demo/adapters/poetry\"}" > "$work/add.json" || fail "admin add"
-"$bin" adapter ls --url "$url" --token s3cret | grep -q '^poetry-2 ' || fail "adapter ls"
+"$bin" adapter ls --url "$url" --token s3cret > "$work/ls.txt" || fail "adapter ls"
+grep -q '^poetry-2 ' "$work/ls.txt" || fail "adapter ls: $(cat "$work/ls.txt")"
 "$bin" scenario set verses poetry-2 --url "$url" --token s3cret > /dev/null || fail "scenario set"
 curl -sf "$url/v1/completions" -H 'Content-Type: application/json' \
   -d '{"scenario": "verses", "prompt": "Hi", "max_tokens": 4}' > /dev/null || fail "completion by body scenario"
 status=$(curl -s -o /dev/null -w '%{http_code}' "$url/admin/adapters" -H 'Authorization: Bearer wrong')
 [ "$status" = 401 ] || fail "wrong token gave $status"
-curl -sf "$url/metrics" | grep -q '^loragate_requests_total{adapter="support-bot",status="200"} 1' || fail "metrics"
+# (Output goes to files before grep -q: with pipefail, grep quitting early
+# would fail the pipeline through the writer's SIGPIPE.)
+curl -sf "$url/metrics" > "$work/metrics.txt" || fail "GET /metrics"
+grep -q '^loragate_requests_total{adapter="support-bot",status="200"} 1' "$work/metrics.txt" || fail "metrics"
+
 
 kill -TERM "$pid"
 wait "$pid" && code=0 || code=$?

@@ -1,0 +1,23 @@
+// The OpenAI shapes of per-token log-probabilities, built from a finished
+// generation's TokenLogprobs:
+//
+//   completions: {"tokens": [...], "token_logprobs": [...],
+//                 "top_logprobs": [{text: logprob, ...}, ...], "text_offset": [...]}
+//   chat:        {"content": [{"token", "logprob", "bytes",
+//                              "top_logprobs": [{"token", "logprob", "bytes"}]}]}
+//
+// A token's text is what it adds after the tokens before it, so pieces
+// concatenate to the generated text (a SentencePiece "▁the" reads " the").
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "engine/engine.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace loragate {
+
+nlohmann::json completion_logprobs(const Tokenizer& tokenizer, const GenerationResult& result);
+nlohmann::json chat_logprobs(const Tokenizer& tokenizer, const GenerationResult& result);
+
+}  // namespace loragate
