@@ -99,8 +99,8 @@ void LlamaModel::attention(const ForwardBatch& batch, int64_t layer, KvCache& ca
   }
 
   // One work item per (sequence, token); items are independent.
-  std::vector<std::pair<const ForwardSeq*, int64_t>> items;
-  items.reserve(batch.tokens.size());
+  auto& items = ws.attention_items;
+  items.clear();
   int64_t max_ctx = 0;
   for (const ForwardSeq& s : batch.seqs) {
     for (int64_t i = 0; i < s.num_tokens; ++i) items.emplace_back(&s, i);

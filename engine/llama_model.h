@@ -26,6 +26,7 @@ namespace loragate {
 struct ForwardWorkspace {
   std::vector<float> hidden, normed, qkv, attn, proj, gate_up, act, rope_cos, rope_sin, scores;
   std::vector<cpu::LoraSegment> lora_segments;
+  std::vector<std::pair<const ForwardSeq*, int64_t>> attention_items;  // (sequence, token in it)
 };
 
 class LlamaModel {

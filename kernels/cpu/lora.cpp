@@ -21,29 +21,31 @@ void lora_token(const float* x, const float* a, const float* b_t, int32_t rank, 
 
 void lora_add(const float* x, int64_t ldx, const LoraSegment* segments, int64_t num_segments,
               const LoraSlotWeights& w, float* y, int64_t ldy) {
-  // Flatten to (token, slot) work items so threads balance across segments.
-  struct Item {
-    int64_t token;
-    int32_t slot;
-  };
-  std::vector<Item> items;
-  for (int64_t s = 0; s < num_segments; ++s) {
-    const LoraSegment& seg = segments[s];
-    if (seg.slot < 0 || w.ranks[seg.slot] == 0) continue;
-    for (int64_t t = 0; t < seg.num_tokens; ++t) items.push_back({seg.token_begin + t, seg.slot});
-  }
-  const int64_t n = static_cast<int64_t>(items.size());
+  // Called for every projection of every layer: nothing is allocated here.
+  // Work items are the tokens of segments with an adapter at this projection,
+  // numbered across segments so threads balance; a step has few segments, so
+  // finding a token's segment by a linear scan is cheap.
+  auto active = [&](const LoraSegment& seg) { return seg.slot >= 0 && w.ranks[seg.slot] != 0; };
+  int64_t n = 0;
+  for (int64_t s = 0; s < num_segments; ++s) n += active(segments[s]) ? segments[s].num_tokens : 0;
   if (n == 0) return;
   const int64_t a_stride = w.max_rank * w.in, b_stride = w.max_rank * w.out;
   const bool parallel = n > 1 && n * w.max_rank * (w.in + w.out) > (1 << 16);
 #pragma omp parallel if (parallel)
   {
-    std::vector<float> h(static_cast<size_t>(w.max_rank));
+    thread_local std::vector<float> h;  // shrink results; grows once per thread
+    if (h.size() < static_cast<size_t>(w.max_rank)) h.resize(static_cast<size_t>(w.max_rank));
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < n; ++i) {
-      const Item& it = items[i];
-      lora_token(x + it.token * ldx, w.a + it.slot * a_stride, w.b_t + it.slot * b_stride, w.ranks[it.slot],
-                 w.scalings[it.slot], w.in, w.out, y + it.token * ldy, h.data());
+      int64_t s = 0, first = 0;  // the segment holding item i, and its first item
+      while (!active(segments[s]) || i >= first + segments[s].num_tokens) {
+        if (active(segments[s])) first += segments[s].num_tokens;
+        ++s;
+      }
+      const int32_t slot = segments[s].slot;
+      const int64_t token = segments[s].token_begin + (i - first);
+      lora_token(x + token * ldx, w.a + slot * a_stride, w.b_t + slot * b_stride, w.ranks[slot], w.scalings[slot],
+                 w.in, w.out, y + token * ldy, h.data());
     }
   }
 }
