@@ -26,7 +26,8 @@ Engine::Engine(EngineOptions options, std::unique_ptr<LlamaModel> model, std::un
                                                                          options.adapter_host_bytes})
                     : nullptr),
       scheduler_(std::make_unique<Scheduler>(
-          SchedulerOptions{options.max_num_batched_tokens, options.max_num_seqs}, &blocks_, adapters_.get())),
+          SchedulerOptions{options.max_num_batched_tokens, options.max_num_seqs, options.max_logits_rows}, &blocks_,
+          adapters_.get())),
       seed_counter_(std::random_device{}()) {
   const ModelConfig& c = model_->config();
   eos_ids_ = c.eos_token_ids;
@@ -41,6 +42,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& model_dir, const
                                              const LoraAdapter* merge) {
   if (options.max_num_batched_tokens <= 0) return Status::invalid_argument("max_num_batched_tokens must be > 0");
   if (options.max_num_seqs <= 0) return Status::invalid_argument("max_num_seqs must be > 0");
+  if (options.max_logits_rows <= 0) return Status::invalid_argument("max_logits_rows must be > 0");
   if (options.max_loras < 0) return Status::invalid_argument("max_loras must be >= 0");
   if (options.max_loras > 0 && options.max_lora_rank <= 0) return Status::invalid_argument("max_lora_rank must be > 0");
   LG_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model, LlamaModel::load(model_dir, options.weight_dtype, merge));
@@ -56,6 +58,20 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& model_dir, const
 Status Engine::validate_request(const GenerationRequest& request) const {
   LG_RETURN_IF_ERROR(request.params.validate());
   if (request.prompt_ids.empty()) return Status::invalid_argument("the prompt is empty");
+  if (request.prompt_logprobs < -1 || request.prompt_logprobs > 20) {
+    return Status::invalid_argument("prompt_logprobs must be -1 (none) or between 0 and 20, got " +
+                                    std::to_string(request.prompt_logprobs));
+  }
+  const int64_t prompt_size = static_cast<int64_t>(request.prompt_ids.size());
+  if (request.prompt_logprobs >= 0 && prompt_size == 1) {
+    return Status::invalid_argument("prompt_logprobs needs a prompt of 2 tokens or more: a one-token prompt has "
+                                    "nothing to score (token i is scored with the logits at position i - 1)");
+  }
+  if (request.prompt_logprobs >= 0 && (request.score_from < 1 || request.score_from >= prompt_size)) {
+    return Status::invalid_argument("score_from must be in [1, " + std::to_string(prompt_size) + ") for a prompt of " +
+                                    std::to_string(prompt_size) + " tokens, got " +
+                                    std::to_string(request.score_from));
+  }
   if (!request.adapter.empty() && (adapters_ == nullptr || !adapters_->contains(request.adapter))) {
     return Status::not_found("adapter '" + request.adapter + "' is not registered");
   }
@@ -90,14 +106,15 @@ Result<int64_t> Engine::add_request(GenerationRequest request, int64_t id) {
   if (!request.adapter.empty()) LG_RETURN_IF_ERROR(adapters_->hold(request.adapter));
   next_id_ = std::max(next_id_, id + 1);
   const uint64_t seed = request.params.seed ? *request.params.seed : seed_counter_++;
-  auto seq = std::make_unique<Sequence>(id, std::move(request.prompt_ids), std::move(request.params), seed,
-                                        tokenizer_.get(), Clock::now());
+  auto seq = std::make_unique<Sequence>(id, std::move(request.prompt_ids), std::move(request.params),
+                                        request.prompt_logprobs, request.score_from, seed, tokenizer_.get(),
+                                        Clock::now());
   seq->sink = request.sink;
   seq->adapter = std::move(request.adapter);
   counters_.prompt_tokens += static_cast<int64_t>(seq->prompt_ids().size());
   Sequence* raw = seq.get();
   sequences_.emplace(id, std::move(seq));
-  if (raw->finished()) {  // max_tokens == 0
+  if (raw->finished()) {  // max_tokens == 0 and nothing to score
     retire(*raw);
     return id;
   }
@@ -155,7 +172,9 @@ Status Engine::step() {
     fs.num_tokens = c.num_tokens;
     fs.start_pos = seq.num_computed();
     fs.block_table = seq.blocks().data();
-    fs.want_logits = seq.num_computed() + c.num_tokens == seq.total_len();
+    const PositionRange wanted = seq.logits_positions(c.num_tokens);
+    fs.logits_begin = wanted.begin - fs.start_pos;
+    fs.num_logits = wanted.count;
     fs.lora_slot = seq.lora_slot;
     for (int64_t i = 0; i < c.num_tokens; ++i) {
       batch_.tokens.push_back(seq.token_at(fs.start_pos + i));
@@ -164,7 +183,8 @@ Status Engine::step() {
     batch_.seqs.push_back(fs);
   }
   const int64_t vocab = config().vocab_size;
-  logits_.resize(static_cast<size_t>(batch_.num_logit_rows() * vocab));
+  const size_t logits_size = static_cast<size_t>(batch_.num_logit_rows() * vocab);
+  if (logits_.size() < logits_size) logits_.resize(logits_size);
   LG_RETURN_IF_ERROR(model_->forward(batch_, cache_, workspace_, logits_.data(),
                                      adapters_ ? &adapters_->slots() : nullptr));
 
@@ -173,14 +193,20 @@ Status Engine::step() {
   int64_t row = 0;
   for (size_t i = 0; i < chunks.size(); ++i) {
     Sequence& seq = *chunks[i].seq;
+    const ForwardSeq& fs = batch_.seqs[i];
     seq.advance_computed(chunks[i].num_tokens);
-    if (batch_.seqs[i].want_logits) {
+    const int64_t prompt_size = static_cast<int64_t>(seq.prompt_ids().size());
+    for (int64_t r = 0; r < fs.num_logits; ++r, ++row) {
       const float* row_logits = logits_.data() + row * vocab;
+      // The logits before a prompt token score it; those of the last position sample the next token.
+      if (fs.start_pos + fs.logits_begin + r + 1 < prompt_size) {
+        seq.score_next_prompt_token(row_logits, vocab);
+        continue;
+      }
       const int32_t token = seq.sampler().sample(row_logits, vocab);
       if (seq.params().logprobs >= 0) {
         seq.logprobs.push_back(compute_logprobs(row_logits, vocab, token, seq.params().logprobs));
       }
-      ++row;
       const std::string delta = seq.append_token(token, eos_ids_, now);
       if (seq.sink != nullptr) seq.sink->on_token(seq.id(), token, delta);
       ++counters_.generated_tokens;
@@ -206,6 +232,7 @@ GenerationResult Engine::make_result(const Sequence& seq) const {
   if (!seq.error().is_ok()) r.error = seq.error().message();
   r.preemptions = seq.preemptions;
   r.logprobs = seq.logprobs;
+  r.prompt_logprobs = seq.prompt_logprobs();
   if (seq.first_scheduled) r.queue_ms = ms_between(seq.arrival(), *seq.first_scheduled);
   const auto& times = seq.token_times();
   if (!times.empty()) r.ttft_ms = ms_between(seq.arrival(), times.front());

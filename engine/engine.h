@@ -2,9 +2,12 @@
 //
 // It owns the model, the tokenizer, the KV cache and its BlockManager, the
 // Scheduler and every live Sequence. Each step() schedules a batch, runs one
-// forward pass, samples, and retires finished sequences. Engines are plain
-// objects (never singletons): two engines with different bases can live in
-// one process. Not thread-safe: one thread drives step().
+// forward pass, scores prompt tokens and samples, and retires finished
+// sequences. Scoring (teacher forcing, prompt_logprobs) runs in the same
+// batches as generation: a scored prompt is a prefill that keeps the logits
+// rows of its scored positions. Engines are plain objects (never
+// singletons): two engines with different bases can live in one process.
+// Not thread-safe: one thread drives step().
 #pragma once
 
 #include <cstdint>
@@ -39,6 +42,8 @@ struct EngineOptions {
   int32_t max_loras = 4;                     // adapter slots usable in one step; 0 = no adapters
   int32_t max_lora_rank = 16;                // largest adapter rank accepted (slot size)
   int64_t adapter_host_bytes = 2ll << 30;    // loaded adapters kept in host memory
+  int64_t max_logits_rows = 256;  // scored prompt rows computed per step at most (bounds the logits buffer);
+                                  // decode rows are not counted
 };
 
 struct GenerationRequest {
@@ -46,6 +51,13 @@ struct GenerationRequest {
   SamplingParams params;
   std::string adapter;          // a registered adapter's name; "" = the base alone
   RequestSink* sink = nullptr;  // receives tokens and the result; null = collect with take_finished()
+  // >= 0: return the log-probability of every prompt token from score_from
+  // on, each with this many most likely alternatives (0..20); -1 = none.
+  // With params.max_tokens 0 the request is a pure score: no token is generated.
+  int32_t prompt_logprobs = -1;
+  // Index of the first prompt token scored; token i is scored with the
+  // logits at position i - 1, so 1 <= score_from < prompt size.
+  int64_t score_from = 1;
 };
 
 struct GenerationResult {
@@ -60,6 +72,9 @@ struct GenerationResult {
   double ttft_ms = 0;                // arrival -> first token
   std::vector<double> itl_ms;        // gaps between consecutive tokens
   std::vector<TokenLogprobs> logprobs;  // per output token, when params.logprobs >= 0
+  // Entry k is prompt token score_from + k, when prompt_logprobs >= 0 (log_softmax
+  // of the raw logits, before temperature, top-k and top-p, as for logprobs).
+  std::vector<TokenLogprobs> prompt_logprobs;
   int32_t preemptions = 0;
 };
 
@@ -81,8 +96,9 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
   ~Engine();
 
-  // Checks a request without queueing it: empty prompts, invalid parameters,
-  // token ids outside the vocabulary, and requests longer than max_model_len
+  // Checks a request without queueing it: empty prompts, invalid parameters
+  // (prompt_logprobs and score_from too), token ids outside the vocabulary,
+  // and requests longer than max_model_len
   // or than the whole KV pool are refused, saying why. Thread-safe.
   Status validate_request(const GenerationRequest& request) const;
   // Validates and queues a request; returns its id (`id` when > 0, which the
@@ -137,7 +153,7 @@ class Engine {
   std::vector<GenerationResult> finished_;
   ForwardBatch batch_;
   ForwardWorkspace workspace_;
-  std::vector<float> logits_;
+  std::vector<float> logits_;  // grows to the largest step's rows and is reused
   EngineStats counters_;
   bool last_step_progress_ = false;
 };

@@ -139,6 +139,13 @@ Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, ForwardWor
                                       std::to_string(c.vocab_size));
     }
   }
+  for (const ForwardSeq& s : batch.seqs) {
+    if (s.logits_begin < 0 || s.num_logits < 0 || s.logits_begin + s.num_logits > s.num_tokens) {
+      return Status::invalid_argument("logits rows [" + std::to_string(s.logits_begin) + ", " +
+                                      std::to_string(s.logits_begin + s.num_logits) + ") outside a chunk of " +
+                                      std::to_string(s.num_tokens) + " tokens");
+    }
+  }
 
   ensure(ws.hidden, T * h);
   ensure(ws.normed, T * h);
@@ -198,13 +205,14 @@ Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, ForwardWor
     cpu::add_inplace(ws.hidden.data(), ws.proj.data(), T * h);
   }
 
-  // Final norm and lm_head only for the rows whose logits are wanted.
+  // Final norm of the wanted rows only, gathered in order, then one lm_head matmul over all of them.
   int64_t rows = 0;
   for (const ForwardSeq& s : batch.seqs) {
-    if (!s.want_logits) continue;
-    const int64_t last = s.token_begin + s.num_tokens - 1;
-    cpu::rmsnorm(ws.hidden.data() + last * h, weights_->final_norm().data(), ws.normed.data() + rows * h, 1, h, eps);
-    ++rows;
+    if (s.num_logits == 0) continue;
+    const int64_t first = s.token_begin + s.logits_begin;
+    cpu::rmsnorm(ws.hidden.data() + first * h, weights_->final_norm().data(), ws.normed.data() + rows * h,
+                 s.num_logits, h, eps);
+    rows += s.num_logits;
   }
   if (rows > 0) cpu::matmul(ws.normed.data(), rows, h, weights_->lm_head(), logits, c.vocab_size);
   return Status::ok();

@@ -41,9 +41,10 @@ class LlamaModel {
   const LlamaWeights& weights() const { return *weights_; }
 
   // Runs `batch`, writing K/V of its tokens into `cache` at the positions the
-  // block tables give, and writes one row of vocab_size logits per sequence
-  // with want_logits, in order, into `logits`. With `lora`, each sequence's
-  // lora_slot adds that adapter's update to every projection it targets.
+  // block tables give, and writes one row of vocab_size logits per wanted
+  // token (each sequence's num_logits from logits_begin), sequence after
+  // sequence, into `logits` (batch.num_logit_rows() rows). With `lora`, each
+  // sequence's lora_slot adds that adapter's update to every projection it targets.
   Status forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace& ws, float* logits,
                  const LoraSlots* lora = nullptr) const;
 

@@ -34,15 +34,25 @@ TokenLogprobs compute_logprobs(const float* logits, int64_t vocab, int32_t token
   TokenLogprobs out;
   out.token = token;
   out.logprob = static_cast<float>(logits[token] - log_z);
-  const int64_t n = std::min<int64_t>(top_n, vocab);
-  if (n > 0) {
-    std::vector<int32_t> ids(static_cast<size_t>(vocab));
-    std::iota(ids.begin(), ids.end(), 0);
-    std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), [logits](int32_t a, int32_t b) {
-      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  auto more_likely = [logits](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  };
+  for (int32_t id = 0; id < vocab; ++id) out.rank += more_likely(id, token) ? 1 : 0;
+  // The top_n most likely in one scan, kept sorted: no vocab-sized buffer
+  // for each of the many rows a prompt score asks for.
+  const size_t n = static_cast<size_t>(std::clamp<int64_t>(top_n, 0, vocab));
+  if (n == 0) return out;
+  out.top.reserve(n);
+  for (int32_t id = 0; id < vocab; ++id) {
+    if (out.top.size() == n && !more_likely(id, out.top.back().first)) continue;
+    const auto at = std::upper_bound(out.top.begin(), out.top.end(), id, [&](int32_t a, const auto& b) {
+      return more_likely(a, b.first);
     });
-    for (int64_t i = 0; i < n; ++i) out.top.emplace_back(ids[i], static_cast<float>(logits[ids[i]] - log_z));
+    const auto index = at - out.top.begin();
+    if (out.top.size() == n) out.top.pop_back();
+    out.top.insert(out.top.begin() + index, {id, 0.0f});
   }
+  for (auto& [id, logprob] : out.top) logprob = static_cast<float>(logits[id] - log_z);
   return out;
 }
 

@@ -13,7 +13,7 @@
 
 namespace loragate {
 
-// log_softmax(logits)[token] and the `top_n` most likely tokens with theirs.
+// log_softmax(logits)[token], the token's rank, and the `top_n` most likely tokens with theirs.
 TokenLogprobs compute_logprobs(const float* logits, int64_t vocab, int32_t token, int32_t top_n);
 
 class Sampler {

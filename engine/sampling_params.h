@@ -26,11 +26,13 @@ struct SamplingParams {
   Status validate() const;
 };
 
-// One generated token's log-probability under the model (before temperature,
-// top-k or top-p), and the most likely alternatives at that step.
+// One token's log-probability under the model (before temperature, top-k or
+// top-p), generated or scored in the prompt, and the most likely alternatives
+// at that position.
 struct TokenLogprobs {
   int32_t token = 0;
   float logprob = 0;
+  int32_t rank = 1;  // 1 + the number of tokens more likely than it (ties by id): 1 = the most likely
   std::vector<std::pair<int32_t, float>> top;  // most likely first (ties by id)
 };
 

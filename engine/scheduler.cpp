@@ -24,10 +24,20 @@ void Scheduler::remove(Sequence* seq) {
   release_slot(seq);
 }
 
-void Scheduler::preempt(Sequence* victim, std::vector<ScheduledChunk>& planned, int64_t& budget) {
+int64_t Scheduler::chunk_for(const Sequence* seq, const StepBudget& budget) {
+  return std::min({seq->num_uncomputed(), budget.tokens, seq->max_chunk_for_scored_rows(budget.scored_rows)});
+}
+
+void Scheduler::spend(const Sequence* seq, int64_t chunk, StepBudget& budget) {
+  budget.tokens -= chunk;
+  budget.scored_rows -= seq->scored_positions(chunk);
+}
+
+void Scheduler::preempt(Sequence* victim, std::vector<ScheduledChunk>& planned, StepBudget& budget) {
   auto it = std::find_if(planned.begin(), planned.end(), [victim](const ScheduledChunk& c) { return c.seq == victim; });
   if (it != planned.end()) {
-    budget += it->num_tokens;
+    budget.tokens += it->num_tokens;
+    budget.scored_rows += victim->scored_positions(it->num_tokens);
     planned.erase(it);
   }
   running_.erase(std::remove(running_.begin(), running_.end(), victim), running_.end());
@@ -41,15 +51,16 @@ void Scheduler::preempt(Sequence* victim, std::vector<ScheduledChunk>& planned, 
 
 std::vector<ScheduledChunk> Scheduler::schedule() {
   std::vector<ScheduledChunk> planned;
-  int64_t budget = options_.max_num_batched_tokens;
+  StepBudget budget{options_.max_num_batched_tokens, options_.max_logits_rows};
   bool preempted = false;
 
   // Running sequences: decodes first so a long prompt never stalls them.
   for (bool decode_pass : {true, false}) {
-    for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    for (size_t i = 0; i < running_.size() && budget.tokens > 0; ++i) {
       Sequence* seq = running_[i];
       if (seq->in_prefill() == decode_pass) continue;
-      const int64_t chunk = std::min(seq->num_uncomputed(), budget);
+      const int64_t chunk = chunk_for(seq, budget);
+      if (chunk == 0) continue;  // no scored rows left this step
       const int64_t target = seq->num_computed() + chunk;
       bool self_preempted = false;
       while (!blocks_->can_grow(seq->blocks(), target)) {
@@ -64,7 +75,7 @@ std::vector<ScheduledChunk> Scheduler::schedule() {
       if (self_preempted) break;  // seq was the newest: nothing after it is left
       (void)blocks_->grow(seq->blocks(), target);  // cannot fail: can_grow held
       planned.push_back({seq, chunk});
-      budget -= chunk;
+      spend(seq, chunk, budget);
     }
   }
 
@@ -73,11 +84,16 @@ std::vector<ScheduledChunk> Scheduler::schedule() {
   return planned;
 }
 
-void Scheduler::admit_waiting(std::vector<ScheduledChunk>& planned, int64_t& budget) {
+void Scheduler::admit_waiting(std::vector<ScheduledChunk>& planned, StepBudget& budget) {
   bool starving_ahead = false;  // an earlier sequence has waited too long for a slot
-  for (auto it = waiting_.begin(); it != waiting_.end() && budget > 0 && !starving_ahead &&
+  for (auto it = waiting_.begin(); it != waiting_.end() && budget.tokens > 0 && !starving_ahead &&
                                    running_.size() < static_cast<size_t>(options_.max_num_seqs);) {
     Sequence* seq = *it;
+    const int64_t chunk = chunk_for(seq, budget);
+    if (chunk == 0) {  // no scored rows left this step; sequences that score nothing may go on
+      ++it;
+      continue;
+    }
     bool acquired_now = false;
     if (!seq->adapter.empty() && seq->lora_slot < 0) {
       const AdapterCache::AcquireResult got = adapters_ != nullptr
@@ -97,7 +113,6 @@ void Scheduler::admit_waiting(std::vector<ScheduledChunk>& planned, int64_t& bud
       seq->lora_slot = got.slot;
       acquired_now = true;
     }
-    const int64_t chunk = std::min(seq->num_uncomputed(), budget);
     if (!blocks_->can_grow(seq->blocks(), seq->num_computed() + chunk)) {
       if (acquired_now) release_slot(seq);
       break;  // FCFS for KV blocks: nobody passes a sequence that does not fit
@@ -109,7 +124,7 @@ void Scheduler::admit_waiting(std::vector<ScheduledChunk>& planned, int64_t& bud
                                 [](const Sequence* a, const Sequence* b) { return a->id() < b->id(); });
     running_.insert(pos, seq);
     planned.push_back({seq, chunk});
-    budget -= chunk;
+    spend(seq, chunk, budget);
   }
 }
 

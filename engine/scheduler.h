@@ -2,7 +2,10 @@
 //
 // Continuous batching within a token budget: running decodes first, then
 // running prefills (chunked), then waiting sequences in arrival order, bounded
-// by max_num_seqs, by free KV blocks and by adapter slots: a running sequence
+// by max_num_seqs, by free KV blocks, by max_logits_rows (a scored prompt's
+// chunk is cut where its scored positions would exceed the rows left in the
+// step, so a long score never needs a huge logits buffer; a sequence with
+// none left waits for the next step) and by adapter slots: a running sequence
 // pins its adapter's slot, so at most max_loras adapters run in one step. A
 // waiting sequence whose adapter is still loading or has no free slot stays
 // queued while later ones go on; once it has waited kMaxSlotWaits steps for a
@@ -27,6 +30,7 @@ namespace loragate {
 struct SchedulerOptions {
   int64_t max_num_batched_tokens = 512;  // tokens per step, all sequences together
   int32_t max_num_seqs = 64;             // sequences running at once
+  int64_t max_logits_rows = 256;         // scored prompt positions per step, all sequences together
 };
 
 struct ScheduledChunk {
@@ -57,9 +61,19 @@ class Scheduler {
   int64_t num_preemptions() const { return preemptions_; }
 
  private:
-  void preempt(Sequence* victim, std::vector<ScheduledChunk>& planned, int64_t& budget);
+  // What a step has left to hand out.
+  struct StepBudget {
+    int64_t tokens;
+    int64_t scored_rows;
+  };
+  // Tokens of `seq` to compute this step: all its uncomputed ones, cut to the
+  // tokens and scored rows left; 0 when it has a scored row next and none are left.
+  static int64_t chunk_for(const Sequence* seq, const StepBudget& budget);
+  // Takes a planned chunk's tokens and scored rows from the budget.
+  static void spend(const Sequence* seq, int64_t chunk, StepBudget& budget);
+  void preempt(Sequence* victim, std::vector<ScheduledChunk>& planned, StepBudget& budget);
   void release_slot(Sequence* seq);
-  void admit_waiting(std::vector<ScheduledChunk>& planned, int64_t& budget);
+  void admit_waiting(std::vector<ScheduledChunk>& planned, StepBudget& budget);
 
   SchedulerOptions options_;
   BlockManager* blocks_;

@@ -15,20 +15,54 @@ const char* finish_reason_name(FinishReason r) {
   return "none";
 }
 
-Sequence::Sequence(int64_t id, std::vector<int32_t> prompt_ids, SamplingParams params, uint64_t seed,
-                   const Tokenizer* tokenizer, Clock::time_point arrival)
+Sequence::Sequence(int64_t id, std::vector<int32_t> prompt_ids, SamplingParams params, int32_t prompt_logprobs,
+                   int64_t score_from, uint64_t seed, const Tokenizer* tokenizer, Clock::time_point arrival)
     : id_(id),
       prompt_ids_(std::move(prompt_ids)),
       params_(std::move(params)),
+      prompt_logprobs_top_(prompt_logprobs),
+      score_from_(score_from),
       sampler_(params_, seed),
       arrival_(arrival) {
   if (tokenizer != nullptr) decoder_.emplace(*tokenizer, prompt_ids_, /*skip_special_tokens=*/true);
-  if (params_.max_tokens == 0) finish_reason_ = FinishReason::kLength;
+  if (params_.max_tokens == 0 && !scores_prompt()) finish_reason_ = FinishReason::kLength;
 }
 
 int32_t Sequence::token_at(int64_t i) const {
   const int64_t p = static_cast<int64_t>(prompt_ids_.size());
   return i < p ? prompt_ids_[i] : output_ids_[i - p];
+}
+
+int64_t Sequence::next_scored_position() const {
+  const int64_t last = static_cast<int64_t>(prompt_ids_.size()) - 1;
+  return scores_prompt() ? score_from_ - 1 + static_cast<int64_t>(prompt_logprobs_.size()) : last;
+}
+
+int64_t Sequence::scored_positions(int64_t n) const {
+  const int64_t end = std::min(num_computed_ + n, static_cast<int64_t>(prompt_ids_.size()) - 1);
+  return std::max<int64_t>(0, end - std::max(num_computed_, next_scored_position()));
+}
+
+int64_t Sequence::max_chunk_for_scored_rows(int64_t rows) const {
+  if (next_scored_position() == static_cast<int64_t>(prompt_ids_.size()) - 1) return num_uncomputed();
+  return std::max(num_computed_, next_scored_position()) - num_computed_ + rows;
+}
+
+PositionRange Sequence::logits_positions(int64_t n) const {
+  const int64_t end = num_computed_ + n;
+  const bool samples = end == total_len() && params_.max_tokens > 0;
+  const int64_t scored = scored_positions(n);
+  if (scored == 0) return samples ? PositionRange{end - 1, 1} : PositionRange{end, 0};
+  // The scored positions end at prompt size - 1, where the first token is
+  // sampled: the two ranges meet when one chunk holds both.
+  return {std::max(num_computed_, next_scored_position()), scored + (samples ? 1 : 0)};
+}
+
+void Sequence::score_next_prompt_token(const float* logits, int64_t vocab) {
+  const int32_t token = prompt_ids_[next_scored_position() + 1];
+  prompt_logprobs_.push_back(compute_logprobs(logits, vocab, token, prompt_logprobs_top_));
+  const bool all_scored = next_scored_position() == static_cast<int64_t>(prompt_ids_.size()) - 1;
+  if (all_scored && params_.max_tokens == 0) finish_reason_ = FinishReason::kLength;
 }
 
 namespace {

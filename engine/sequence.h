@@ -1,6 +1,7 @@
 // Sequence: one request's state inside the engine — its tokens, KV blocks,
-// sampler, detokenised text and timings. Owned by the Engine; the Scheduler
-// moves pointers to it between its queues. Touched only by the step loop.
+// sampler, prompt scores, detokenised text and timings. Owned by the Engine;
+// the Scheduler moves pointers to it between its queues. Touched only by the
+// step loop.
 #pragma once
 
 #include <chrono>
@@ -22,10 +23,19 @@ const char* finish_reason_name(FinishReason r);  // "length", "stop", "cancelled
 
 using Clock = std::chrono::steady_clock;
 
+// Positions [begin, begin + count) of a sequence.
+struct PositionRange {
+  int64_t begin = 0;
+  int64_t count = 0;
+};
+
 class Sequence {
  public:
-  Sequence(int64_t id, std::vector<int32_t> prompt_ids, SamplingParams params, uint64_t seed,
-           const Tokenizer* tokenizer, Clock::time_point arrival);
+  // With `prompt_logprobs` >= 0 the prompt tokens from `score_from` on are
+  // scored, each with that many alternatives; with max_tokens 0 too, the
+  // sequence is a pure score and ends once the last one is scored.
+  Sequence(int64_t id, std::vector<int32_t> prompt_ids, SamplingParams params, int32_t prompt_logprobs,
+           int64_t score_from, uint64_t seed, const Tokenizer* tokenizer, Clock::time_point arrival);
 
   int64_t id() const { return id_; }
   const std::vector<int32_t>& prompt_ids() const { return prompt_ids_; }
@@ -42,6 +52,23 @@ class Sequence {
   void reset_computed() { num_computed_ = 0; }
   // True while (re)computing known tokens, false when the next step decodes.
   bool in_prefill() const { return num_uncomputed() > 1; }
+
+  // Teacher forcing: prompt token i (score_from <= i < prompt size) is scored
+  // with the logits at position i - 1, each exactly once: a recomputation
+  // after preemption passes over the positions already scored. All are scored
+  // before the first output token is sampled (at position prompt size - 1).
+  bool scores_prompt() const { return prompt_logprobs_top_ >= 0; }
+  // How many of the next `n` positions to compute score a prompt token.
+  int64_t scored_positions(int64_t n) const;
+  // The longest next chunk with at most `rows` scored positions.
+  int64_t max_chunk_for_scored_rows(int64_t rows) const;
+  // The positions among the next `n` to compute whose logits are wanted: the
+  // unscored prompt positions, then the last one when it samples a token.
+  PositionRange logits_positions(int64_t n) const;
+  // Scores the next unscored prompt token with the logits of the position before it.
+  void score_next_prompt_token(const float* logits, int64_t vocab);
+  // Entry k is prompt token score_from + k.
+  const std::vector<TokenLogprobs>& prompt_logprobs() const { return prompt_logprobs_; }
 
   BlockTable& blocks() { return blocks_; }
   Sampler& sampler() { return sampler_; }
@@ -73,10 +100,17 @@ class Sequence {
   RequestSink* sink = nullptr;  // not owned; may be null
 
  private:
+  // The position whose logits score the next unscored prompt token; prompt
+  // size - 1 once every one is scored (or when the prompt is not scored).
+  int64_t next_scored_position() const;
+
   int64_t id_;
   std::vector<int32_t> prompt_ids_;
   std::vector<int32_t> output_ids_;
   SamplingParams params_;
+  int32_t prompt_logprobs_top_;  // alternatives per scored prompt token; -1 = no scoring
+  int64_t score_from_;
+  std::vector<TokenLogprobs> prompt_logprobs_;
   Sampler sampler_;
   std::optional<IncrementalDecoder> decoder_;  // absent when the engine has no tokenizer
   std::string text_;

@@ -137,7 +137,8 @@ std::vector<std::vector<float>> first_step_logits(const std::vector<GoldenCase>&
     ForwardBatch batch;
     batch.tokens = gc.prompt_ids;
     for (size_t i = 0; i < gc.prompt_ids.size(); ++i) batch.positions.push_back(static_cast<int32_t>(i));
-    batch.seqs.push_back({0, static_cast<int64_t>(gc.prompt_ids.size()), 0, table.data(), true});
+    const int64_t n = static_cast<int64_t>(gc.prompt_ids.size());
+    batch.seqs.push_back({0, n, 0, table.data(), /*logits_begin=*/n - 1, /*num_logits=*/1});
     ForwardWorkspace ws;
     out.emplace_back(static_cast<size_t>(c.vocab_size));
     EXPECT_TRUE((*model)->forward(batch, *cache, ws, out.back().data()).is_ok());

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <set>
 
 namespace loragate {
@@ -92,6 +94,7 @@ TEST(LogprobsTest, LogSoftmaxOfTheChosenTokenAndTheTopAlternatives) {
   const TokenLogprobs lp = compute_logprobs(l.data(), 4, 2, 3);
   const double z = std::log(std::exp(1.0) + 2 * std::exp(3.0) + std::exp(2.0));
   EXPECT_NEAR(lp.logprob, 2.0 - z, 1e-6);
+  EXPECT_EQ(lp.rank, 3) << "tokens 1 and 3 are more likely";
   ASSERT_EQ(lp.top.size(), 3u);
   EXPECT_EQ(lp.top[0].first, 1);  // ties by id
   EXPECT_EQ(lp.top[1].first, 3);
@@ -101,6 +104,21 @@ TEST(LogprobsTest, LogSoftmaxOfTheChosenTokenAndTheTopAlternatives) {
   SamplingParams p;
   p.logprobs = 21;
   EXPECT_NE(p.validate().message().find("logprobs"), std::string::npos);
+}
+
+// The one-scan selection must agree with a full sort, ties by id included.
+TEST(LogprobsTest, TopAlternativesEqualAFullSort) {
+  std::vector<float> l(1000);
+  for (size_t i = 0; i < l.size(); ++i) l[i] = static_cast<float>((i * 7919) % 97) / 8.0f;  // many ties
+  std::vector<int32_t> ids(l.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return l[a] > l[b]; });
+  for (int32_t n : {1, 5, 20}) {
+    const TokenLogprobs lp = compute_logprobs(l.data(), static_cast<int64_t>(l.size()), 3, n);
+    ASSERT_EQ(lp.top.size(), static_cast<size_t>(n));
+    for (int32_t i = 0; i < n; ++i) EXPECT_EQ(lp.top[i].first, ids[i]) << "rank " << i;
+    EXPECT_EQ(lp.rank, std::find(ids.begin(), ids.end(), 3) - ids.begin() + 1);
+  }
 }
 
 }  // namespace
