@@ -4,7 +4,8 @@
 
 namespace loragate {
 
-EngineLoop::EngineLoop(std::unique_ptr<Engine> engine) : engine_(std::move(engine)) {
+EngineLoop::EngineLoop(std::unique_ptr<Engine> engine, std::shared_ptr<ComputeGate> gate, bool serving)
+    : engine_(std::move(engine)), gate_(std::move(gate)), serving_(serving) {
   stats_ = engine_->stats();
   thread_ = std::thread([this] { run(); });
 }
@@ -13,9 +14,25 @@ EngineLoop::~EngineLoop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
+    news_.store(true);
   }
   wake_.notify_all();
+  if (gate_ != nullptr) gate_->wake_waiters();
   thread_.join();
+}
+
+void EngineLoop::notify_loop() {
+  wake_.notify_one();
+  if (gate_ != nullptr) gate_->wake_waiters();
+}
+
+void EngineLoop::set_serving(bool serving) {
+  if (serving_.exchange(serving) == serving) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    news_.store(true);  // a turn queued in the old class is requeued in the new one
+  }
+  notify_loop();
 }
 
 Result<int64_t> EngineLoop::submit(GenerationRequest request) {
@@ -27,8 +44,9 @@ Result<int64_t> EngineLoop::submit(GenerationRequest request) {
     if (stopping_) return Status::resource_exhausted("the engine is shutting down");
     id = next_id_++;
     inbox_.emplace_back(id, std::move(request));
+    news_.store(true);
   }
-  wake_.notify_one();
+  notify_loop();
   return id;
 }
 
@@ -36,8 +54,9 @@ void EngineLoop::cancel(int64_t id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     cancels_.push_back(id);
+    news_.store(true);
   }
-  wake_.notify_one();
+  notify_loop();
 }
 
 EngineStats EngineLoop::stats() const {
@@ -48,6 +67,8 @@ EngineStats EngineLoop::stats() const {
 void EngineLoop::run() {
   std::vector<std::pair<int64_t, GenerationRequest>> arrivals;
   std::vector<int64_t> cancels;
+  // With a gate: the turn for the next step, queued or granted, while the engine has work.
+  ComputeGate::Turn turn;
   for (;;) {
     bool stopping;
     {
@@ -56,6 +77,7 @@ void EngineLoop::run() {
       arrivals.swap(inbox_);
       cancels.swap(cancels_);
       stopping = stopping_;
+      news_.store(false);
     }
     for (auto& [id, request] : arrivals) {
       RequestSink* sink = request.sink;
@@ -72,14 +94,30 @@ void EngineLoop::run() {
     for (int64_t id : cancels) engine_->cancel(id);
     cancels.clear();
     if (stopping) {
+      turn.reset();
       engine_->cancel_all();
       break;
     }
-    if (engine_->has_unfinished()) {
+    if (!engine_->has_unfinished()) {
+      turn.reset();  // nothing to step: give up the place (or the turn) at once
+    } else {
+      if (gate_ != nullptr) {
+        const bool serving = serving_.load();
+        if (!turn.empty() && turn.serving() != serving) turn.reset();
+        if (turn.empty()) turn = gate_->enqueue(serving);
+        // News (arrivals, cancels, stop, a class change) first; the place in the queue is kept.
+        if (!turn.wait(&news_) || turn.serving() != serving_.load()) continue;
+      }
       Status s = engine_->step();
       if (!s.is_ok()) {  // never spin on a broken step: end every request, each sink hears of it
         std::fprintf(stderr, "loragate: engine step failed, cancelling live requests: %s\n", s.to_string().c_str());
         engine_->cancel_all();
+      }
+      if (gate_ != nullptr) {
+        // Queue for the next step before handing this turn on, so that the
+        // gate counts this loop as contending (compute_gate.h).
+        ComputeGate::Turn next = engine_->has_unfinished() ? gate_->enqueue(serving_.load()) : ComputeGate::Turn();
+        turn = std::move(next);  // releases the turn just used
       }
     }
     std::lock_guard<std::mutex> lock(mu_);

@@ -6,8 +6,17 @@
 // drains before every step. Tokens and results reach each request's
 // RequestSink on the loop thread. All public methods are thread-safe.
 // Destruction stops the loop: requests still live are cancelled.
+//
+// With a ComputeGate (shared with other loops on the same cores), every
+// engine step runs inside a turn of the gate, of the serving or the
+// candidate class as serving() says when the turn is requested. While its
+// engine has work the loop queues for its next turn before giving back the
+// current one, so the gate sees it as contending the whole time (see
+// compute_gate.h). Cancels, submissions and destruction interrupt a wait for
+// a turn: a cancelled request ends without waiting for compute.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -15,13 +24,16 @@
 #include <thread>
 #include <vector>
 
+#include "engine/compute_gate.h"
 #include "engine/engine.h"
 
 namespace loragate {
 
 class EngineLoop {
  public:
-  explicit EngineLoop(std::unique_ptr<Engine> engine);
+  // `gate` null: steps run whenever there is work (one loop owns the cores).
+  explicit EngineLoop(std::unique_ptr<Engine> engine, std::shared_ptr<ComputeGate> gate = nullptr,
+                      bool serving = true);
   ~EngineLoop();
   EngineLoop(const EngineLoop&) = delete;
   EngineLoop& operator=(const EngineLoop&) = delete;
@@ -34,11 +46,21 @@ class EngineLoop {
   EngineStats stats() const;
   // The engine's immutable parts (config, tokenizer, options) for callers.
   const Engine& engine() const { return *engine_; }
+  // Which class of the gate's turns this loop takes (read each time it queues
+  // for a turn; a turn already queued in the other class is requeued).
+  void set_serving(bool serving);
+  bool serving() const { return serving_.load(); }
+  const std::shared_ptr<ComputeGate>& gate() const { return gate_; }
 
  private:
   void run();
+  // Wakes the loop for news (arrivals, cancels, stop, a class change), also out of a wait for a turn.
+  void notify_loop();
 
   std::unique_ptr<Engine> engine_;
+  const std::shared_ptr<ComputeGate> gate_;
+  std::atomic<bool> serving_;
+  std::atomic<bool> news_{false};  // set with inbox_/cancels_/stopping_, cleared when the loop drains them
   mutable std::mutex mu_;
   std::condition_variable wake_;
   std::vector<std::pair<int64_t, GenerationRequest>> inbox_;  // guarded by mu_

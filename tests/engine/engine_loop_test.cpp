@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -143,6 +146,207 @@ TEST_F(EngineLoopTest, DestructionCancelsLiveRequests) {
   loop_.reset();
   EXPECT_EQ(sink.finishes(), 1);
 }
+
+// ---------------------------------------------------------------------------
+// Two loops (a serving and a candidate base) sharing the cores through a ComputeGate.
+
+// Checks at every token (emitted inside a step) that the gate's turn is held
+// by the class of the sink's loop: steps of the two loops never overlap.
+// Also appends the loop's tag to a log shared by the sinks of both loops.
+class GateCheckingSink : public CollectingSink {
+ public:
+  struct Log {
+    std::mutex mu;
+    std::string tags;  // one char per token, in emission order
+    std::atomic<int64_t> violations{0};
+  };
+  GateCheckingSink(const ComputeGate& gate, bool serving, char tag, Log& log)
+      : gate_(gate), serving_(serving), tag_(tag), log_(log) {}
+  void on_token(int64_t id, int32_t token, std::string_view delta) override {
+    const ComputeGateStats s = gate_.stats();
+    if (!s.held || s.held_by_serving != serving_) log_.violations.fetch_add(1);
+    {
+      std::lock_guard<std::mutex> lock(log_.mu);
+      log_.tags += tag_;
+    }
+    CollectingSink::on_token(id, token, delta);
+  }
+
+ private:
+  const ComputeGate& gate_;
+  const bool serving_;
+  const char tag_;
+  Log& log_;
+};
+
+class EngineLoopGateTest : public ::testing::Test {
+ protected:
+  void SetUp() override { LG_REQUIRE_SHARED("models/stories260K/model.safetensors"); }
+
+  static std::unique_ptr<Engine> load() {
+    EngineOptions o;
+    o.max_num_batched_tokens = 32;
+    o.max_loras = 0;
+    auto e = Engine::load(testing::shared_dir() + "/models/stories260K", o);
+    EXPECT_TRUE(e.is_ok()) << e.status().to_string();
+    return e.is_ok() ? std::move(e).value() : nullptr;
+  }
+
+  static GenerationRequest request(const EngineLoop& loop, int n, RequestSink* sink) {
+    GenerationRequest r;
+    r.prompt_ids = loop.engine().tokenizer()->encode("Once upon a time", true);
+    r.params.temperature = 0.0f;
+    r.params.max_tokens = n;
+    r.params.ignore_eos = true;
+    r.sink = sink;
+    return r;
+  }
+
+  // Polls `pred` for up to 60 s.
+  template <typename Pred>
+  static bool eventually(Pred pred) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!pred()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    return true;
+  }
+
+  static double seconds_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  }
+};
+
+TEST_F(EngineLoopGateTest, CandidateGetsItsShareWhileServingIsBusyAndAllWhenIdle) {
+  auto gate = std::make_shared<ComputeGate>(0.25);
+  auto serving_engine = load(), candidate_engine = load();
+  ASSERT_TRUE(serving_engine && candidate_engine);
+  // Sinks outlive the loops (which call them until destroyed).
+  GateCheckingSink::Log log;
+  std::deque<GateCheckingSink> serving_sinks, candidate_sinks;
+  EngineLoop serving(std::move(serving_engine), gate, true);
+  EngineLoop candidate(std::move(candidate_engine), gate, false);
+  EXPECT_TRUE(serving.serving());
+  EXPECT_FALSE(candidate.serving());
+
+  constexpr int kSeqs = 4, kServingTokens = 300, kCandidateTokens = 480;
+  for (int i = 0; i < kSeqs; ++i) {
+    candidate_sinks.emplace_back(*gate, false, 'c', log);
+    ASSERT_TRUE(candidate.submit(request(candidate, kCandidateTokens, &candidate_sinks.back())).is_ok());
+  }
+  for (int i = 0; i < kSeqs; ++i) {
+    serving_sinks.emplace_back(*gate, true, 's', log);
+    ASSERT_TRUE(serving.submit(request(serving, kServingTokens, &serving_sinks.back())).is_ok());
+  }
+
+  // Phase 1: both loops running all their requests.
+  ASSERT_TRUE(eventually([&] { return serving.stats().running == kSeqs && candidate.stats().running == kSeqs; }));
+  const ComputeGateStats a = gate->stats();
+  const auto ta = std::chrono::steady_clock::now();
+  ASSERT_TRUE(eventually([&] { return gate->stats().serving_turns >= a.serving_turns + 120; }));
+  const ComputeGateStats b = gate->stats();
+  const double t_ab = seconds_since(ta);
+  EXPECT_EQ(serving.stats().running, size_t{kSeqs}) << "serving ran out of work during phase 1";
+  const int64_t grants_ab = (b.serving_turns + b.candidate_turns) - (a.serving_turns + a.candidate_turns);
+  const int64_t candidate_ab = b.candidate_turns - a.candidate_turns;
+  EXPECT_GE(b.contested_grants - a.contested_grants, grants_ab - 1) << "both loops had work: every grant contested";
+  const double share = double(candidate_ab) / double(grants_ab);
+  EXPECT_NEAR(share, 0.25, 0.05) << candidate_ab << " of " << grants_ab << " turns";
+
+  // Phase 2: serving has finished; the candidate gets every turn.
+  for (auto& sink : serving_sinks) EXPECT_EQ(sink.wait().output_ids.size(), size_t{kServingTokens});
+  ASSERT_TRUE(eventually([&] { return serving.stats().running == 0; }));
+  const ComputeGateStats c = gate->stats();
+  const auto tc = std::chrono::steady_clock::now();
+  ASSERT_TRUE(eventually([&] { return gate->stats().candidate_turns >= c.candidate_turns + 100; }));
+  const ComputeGateStats d = gate->stats();
+  const double t_cd = seconds_since(tc);
+  EXPECT_EQ(candidate.stats().running, size_t{kSeqs}) << "the candidate ran out of work during phase 2";
+  EXPECT_EQ(d.serving_turns, c.serving_turns);
+  EXPECT_EQ(d.contested_grants, c.contested_grants);
+  // Full rate: alone, the candidate holds the cores nearly all the time and
+  // hardly waits (step rates are not compared: a step's cost grows with the
+  // context, which is longer in phase 2).
+  const double held_cd = double(d.candidate_held_ns - c.candidate_held_ns) * 1e-9 / t_cd;
+  const double wait_cd = double(d.candidate_wait_ns - c.candidate_wait_ns) * 1e-9 / t_cd;
+  EXPECT_GT(held_cd, 0.8) << "the candidate held the gate for " << held_cd << " of phase 2";
+  EXPECT_LT(wait_cd, 0.1) << "the candidate waited for " << wait_cd << " of phase 2";
+  // While both were busy the candidate waited most of the time, and the gate was never left idle.
+  const double wait_ab = double(b.candidate_wait_ns - a.candidate_wait_ns) * 1e-9 / t_ab;
+  const double held_ab =
+      double((b.serving_held_ns + b.candidate_held_ns) - (a.serving_held_ns + a.candidate_held_ns)) * 1e-9 / t_ab;
+  EXPECT_GT(wait_ab, 0.5) << "the candidate waited for " << wait_ab << " of phase 1";
+  EXPECT_GT(held_ab, 0.8) << "the gate was held for " << held_ab << " of phase 1";
+  for (auto& sink : candidate_sinks) EXPECT_EQ(sink.wait().output_ids.size(), size_t{kCandidateTokens});
+  ASSERT_TRUE(eventually([&] { return candidate.stats().running == 0; }));
+  // Every step ran inside one turn of its loop's class, and every turn ran one step.
+  const ComputeGateStats end = gate->stats();
+  EXPECT_EQ(serving.stats().steps, end.serving_turns);
+  EXPECT_EQ(candidate.stats().steps, end.candidate_turns);
+  EXPECT_EQ(log.violations.load(), 0) << "a token was emitted while the other class held the turn";
+  EXPECT_FALSE(end.held);
+}
+
+TEST_F(EngineLoopGateTest, StarvedCandidateStillCancelsAndTakesOverWhenPromoted) {
+  auto gate = std::make_shared<ComputeGate>(0.0);  // the candidate runs only when serving idles
+  auto serving_engine = load(), candidate_engine = load();
+  ASSERT_TRUE(serving_engine && candidate_engine);
+  // Sinks outlive the loops (which call them until destroyed).
+  GateCheckingSink::Log log;
+  std::deque<GateCheckingSink> serving_sinks;
+  GateCheckingSink starved(*gate, false, 'x', log), promoted(*gate, true, 'p', log), second(*gate, true, 'q', log);
+  EngineLoop serving(std::move(serving_engine), gate, true);
+  EngineLoop candidate(std::move(candidate_engine), gate, false);
+
+  for (int i = 0; i < 2; ++i) {
+    serving_sinks.emplace_back(*gate, true, 's', log);
+    ASSERT_TRUE(serving.submit(request(serving, 480, &serving_sinks.back())).is_ok());
+  }
+  ASSERT_TRUE(eventually([&] { return serving.stats().running == 2 && serving.stats().steps >= 5; }));
+
+  // Queued behind a busy serving loop with share 0, the request never runs, but cancelling it ends it now.
+  auto id = candidate.submit(request(candidate, 100, &starved));
+  ASSERT_TRUE(id.is_ok());
+  ASSERT_TRUE(eventually([&] { return gate->stats().candidate_queued == 1; }));
+  candidate.cancel(*id);
+  const GenerationResult cancelled = starved.wait();
+  EXPECT_EQ(cancelled.finish_reason, FinishReason::kCancelled);
+  EXPECT_TRUE(cancelled.output_ids.empty());
+  EXPECT_EQ(serving.stats().running, 2u) << "serving should still be busy";
+  ASSERT_TRUE(eventually([&] { return gate->stats().candidate_queued == 0; }));
+  EXPECT_EQ(candidate.stats().steps, 0);
+
+  // Promoted while it waits, the candidate's queued turn moves to the serving
+  // class: it now shares turns with the other serving loop and finishes.
+  ASSERT_TRUE(candidate.submit(request(candidate, 40, &promoted)).is_ok());
+  ASSERT_TRUE(eventually([&] { return gate->stats().candidate_queued == 1; }));
+  candidate.set_serving(true);
+  EXPECT_TRUE(candidate.serving());
+  EXPECT_EQ(promoted.wait().output_ids.size(), 40u);
+  EXPECT_EQ(serving_sinks[0].finishes(), 0) << "the other loop should still have work";
+
+  // Demoted to candidate (share 0), the other loop waits whenever the promoted one has work:
+  // the promoted loop's tokens come in one unbroken run.
+  serving.set_serving(false);
+  EXPECT_FALSE(serving.serving());
+  size_t before;
+  {
+    std::lock_guard<std::mutex> lock(log.mu);
+    before = log.tags.size();
+  }
+  ASSERT_TRUE(candidate.submit(request(candidate, 40, &second)).is_ok());
+  EXPECT_EQ(second.wait().output_ids.size(), 40u);
+  EXPECT_EQ(serving_sinks[0].finishes(), 0) << "the demoted loop should still have work";
+  {
+    std::lock_guard<std::mutex> lock(log.mu);
+    const std::string after = log.tags.substr(before);
+    const size_t first = after.find('q'), last = after.rfind('q');
+    ASSERT_NE(first, std::string::npos);
+    EXPECT_EQ(last - first + 1, 40u) << "the demoted loop stepped while the promoted one had work: " << after;
+    EXPECT_EQ(log.tags.find('x'), std::string::npos);
+  }
+}  // destruction with a loop still queued for a turn must not hang
 
 }  // namespace
 }  // namespace loragate

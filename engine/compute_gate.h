@@ -1,0 +1,137 @@
+// ComputeGate: one compute pool (the cores OpenMP forward passes run on)
+// shared by several EngineLoops, e.g. the serving base and a candidate base
+// living in one process.
+//
+// A caller takes a turn before each engine step and gives it back after, so
+// two steps never run at once. Callers are of two classes, serving and
+// candidate (non-serving). Policy, applied whenever the gate is free and
+// someone is queued:
+//  - only one class queued: the front caller of that class gets the turn;
+//  - both queued (a contested grant): the candidate class earns
+//    `candidate_share` credit; with a full credit it gets the turn and pays 1,
+//    otherwise the serving class gets it. Over n contested grants the
+//    candidate thus gets floor(n * share) turns (up to rounding of the credit
+//    sum), deterministically: share 0.25 gives serving, serving, serving,
+//    candidate, ...; share 0 lets a candidate run only while no serving caller
+//    is queued, share 1 lets serving run only while no candidate is. Credit
+//    changes only at contested grants;
+//  - FIFO within a class.
+// Contention is decided among the callers queued at the moment the gate
+// frees up. A loop that steps again at once should therefore queue for its
+// next turn (enqueue()) before giving back the current one: otherwise, with
+// two alternating loops, each release would find only the other loop queued
+// and every grant would be uncontested (strict alternation, share 0.5).
+// EngineLoop does this while its engine has work.
+//
+// Ownership: shared (std::shared_ptr) by the loops using it; it must outlive
+// every Turn taken from it. Thread-safety: all methods are thread-safe; a Turn
+// is used by one thread at a time.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+
+namespace loragate {
+
+struct ComputeGateStats {
+  int64_t serving_turns = 0;              // turns granted to serving callers
+  int64_t candidate_turns = 0;            // turns granted to candidate callers
+  int64_t contested_grants = 0;           // grants made with both classes queued
+  int64_t contested_candidate_turns = 0;  // of those, the ones the candidate got
+  // Time turns were held (finished turns) and waited for (granted turns),
+  // by class: a class that runs "at full rate" holds the gate nearly all the
+  // time and waits nearly never.
+  int64_t serving_held_ns = 0, candidate_held_ns = 0;
+  int64_t serving_wait_ns = 0, candidate_wait_ns = 0;
+  int32_t serving_queued = 0, candidate_queued = 0;  // waiting now (not holding)
+  bool held = false;                                 // a turn is held now
+  bool held_by_serving = false;                      // ... by a serving caller (meaningful when held)
+};
+
+class ComputeGate {
+ public:
+  // `candidate_share` is clamped to [0, 1] (NaN counts as 0).
+  explicit ComputeGate(double candidate_share = 0.25);
+  ComputeGate(const ComputeGate&) = delete;
+  ComputeGate& operator=(const ComputeGate&) = delete;
+
+  double candidate_share() const { return share_; }
+
+  // Blocks until the caller (serving or candidate) holds the turn. Pair with
+  // release(); Turn does both.
+  void acquire(bool serving);
+  // Gives back the turn the calling thread took with acquire() and grants the next one.
+  void release();
+
+  // A place in the gate's queue, then the turn itself once granted. Move-only;
+  // destroying (or reset()) a granted Turn releases it, an ungranted one
+  // leaves the queue. An empty Turn (default-constructed, moved from) is neither.
+  class Turn {
+   public:
+    Turn() = default;
+    // Queues and blocks until granted (like acquire()).
+    Turn(ComputeGate& gate, bool serving);
+    Turn(Turn&& other) noexcept;
+    Turn& operator=(Turn&& other) noexcept;
+    Turn(const Turn&) = delete;
+    Turn& operator=(const Turn&) = delete;
+    ~Turn() { reset(); }
+
+    // Blocks until granted; returns true then. With `interrupted`, also
+    // returns (false, the place in the queue kept) once *interrupted is true;
+    // whoever sets the flag calls ComputeGate::wake_waiters() afterwards.
+    // Returns false at once for an empty Turn.
+    bool wait(const std::atomic<bool>* interrupted = nullptr);
+    // True when this turn is granted (the caller may step).
+    bool granted() const;
+    bool empty() const { return gate_ == nullptr; }
+    bool serving() const { return serving_; }
+    // Releases (granted) or leaves the queue (not yet); the Turn becomes empty.
+    void reset();
+
+   private:
+    friend class ComputeGate;
+    Turn(ComputeGate* gate, uint64_t ticket, bool serving) : gate_(gate), ticket_(ticket), serving_(serving) {}
+    ComputeGate* gate_ = nullptr;
+    uint64_t ticket_ = 0;
+    bool serving_ = true;
+  };
+
+  // Queues the caller without blocking; the returned Turn may already be
+  // granted. Wait on it before stepping.
+  Turn enqueue(bool serving);
+  // Wakes every blocked Turn::wait so it rechecks its `interrupted` flag.
+  void wake_waiters();
+
+  ComputeGateStats stats() const;
+
+ private:
+  uint64_t enqueue_locked(bool serving);
+  // Grants the next turn when the gate is free and someone is queued.
+  void grant_locked();
+  void release_locked(uint64_t ticket);
+  void withdraw_locked(uint64_t ticket, bool serving);
+
+  using Clock = std::chrono::steady_clock;
+  struct Queued {
+    uint64_t ticket;
+    Clock::time_point since;
+  };
+
+  const double share_;
+  mutable std::mutex mu_;
+  std::condition_variable granted_;
+  std::deque<Queued> serving_queue_, candidate_queue_;  // guarded by mu_
+  uint64_t holder_ = 0;                                  // ticket holding the turn, 0 = free; guarded by mu_
+  bool holder_serving_ = false;                          // the holder's class; guarded by mu_
+  Clock::time_point held_since_;                         // guarded by mu_
+  uint64_t next_ticket_ = 1;                             // guarded by mu_
+  double credit_ = 0;                                    // candidate credit; guarded by mu_
+  ComputeGateStats stats_;                               // guarded by mu_
+};
+
+}  // namespace loragate

@@ -1,0 +1,265 @@
+// ComputeGate: one holder at a time, the candidate's share of contested
+// turns, FIFO within a class, and the queue/interrupt mechanics EngineLoop uses.
+#include "engine/compute_gate.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace loragate {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Waits (bounded) until `pred` holds; returns whether it did.
+template <typename Pred>
+bool eventually(Pred pred) {
+  for (int i = 0; i < 5000; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return pred();
+}
+
+TEST(ComputeGateTest, ShareIsClampedToZeroOne) {
+  EXPECT_EQ(ComputeGate(-0.5).candidate_share(), 0.0);
+  EXPECT_EQ(ComputeGate(1.5).candidate_share(), 1.0);
+  EXPECT_EQ(ComputeGate(std::numeric_limits<double>::quiet_NaN()).candidate_share(), 0.0);
+  EXPECT_EQ(ComputeGate(0.3).candidate_share(), 0.3);
+  EXPECT_EQ(ComputeGate().candidate_share(), 0.25);
+}
+
+TEST(ComputeGateTest, OneHolderAtATimeUnderManyThreads) {
+  ComputeGate gate(0.25);
+  constexpr int kThreads = 16, kTurns = 200;
+  std::atomic<int> inside{0}, max_inside{0};
+  std::atomic<int64_t> total{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const bool serving = t % 2 == 0;
+      for (int i = 0; i < kTurns; ++i) {
+        auto body = [&] {
+          const int now = inside.fetch_add(1) + 1;
+          int seen = max_inside.load();
+          while (now > seen && !max_inside.compare_exchange_weak(seen, now)) {
+          }
+          EXPECT_TRUE(gate.stats().held);
+          EXPECT_EQ(gate.stats().held_by_serving, serving);
+          total.fetch_add(1);
+          inside.fetch_sub(1);
+        };
+        if (i % 2 == 0) {
+          ComputeGate::Turn turn(gate, serving);
+          body();
+        } else {
+          gate.acquire(serving);
+          body();
+          gate.release();
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(max_inside.load(), 1);
+  EXPECT_EQ(total.load(), kThreads * kTurns);
+  const ComputeGateStats s = gate.stats();
+  EXPECT_EQ(s.serving_turns, kThreads / 2 * kTurns);
+  EXPECT_EQ(s.candidate_turns, kThreads / 2 * kTurns);
+  EXPECT_FALSE(s.held);
+  EXPECT_EQ(s.serving_queued + s.candidate_queued, 0);
+}
+
+// Several threads of one class contend among themselves only: never a contested grant.
+void run_one_class(bool serving) {
+  ComputeGate gate(0.25);
+  constexpr int kThreads = 4, kTurns = 100;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kTurns; ++i) {
+        ComputeGate::Turn turn(gate, serving);
+        EXPECT_TRUE(turn.granted());
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  const ComputeGateStats s = gate.stats();
+  EXPECT_EQ(serving ? s.serving_turns : s.candidate_turns, kThreads * kTurns);
+  EXPECT_EQ(serving ? s.candidate_turns : s.serving_turns, 0);
+  EXPECT_EQ(s.contested_grants, 0);
+}
+
+TEST(ComputeGateTest, ServingAloneGetsEveryTurn) { run_one_class(true); }
+TEST(ComputeGateTest, CandidateAloneGetsEveryTurn) { run_one_class(false); }
+
+// Single-threaded and exact: one turn of each class always queued, so every
+// grant after the first is contested; the credit rule decides each.
+int64_t candidate_turns_of_contested(double share, int grants) {
+  ComputeGate gate(share);
+  ComputeGate::Turn serving = gate.enqueue(true);  // free gate: granted at once, uncontested
+  EXPECT_TRUE(serving.granted());
+  ComputeGate::Turn candidate = gate.enqueue(false);
+  for (int i = 0; i < grants; ++i) {
+    ComputeGate::Turn& holder = serving.granted() ? serving : candidate;
+    EXPECT_TRUE(holder.granted());
+    const bool was_serving = holder.serving();
+    ComputeGate::Turn again = gate.enqueue(was_serving);  // queue again before giving back
+    holder = std::move(again);                           // releases: a contested grant
+  }
+  const ComputeGateStats s = gate.stats();
+  EXPECT_EQ(s.contested_grants, grants);
+  EXPECT_EQ(s.serving_turns + s.candidate_turns, grants + 1);
+  return s.contested_candidate_turns;
+}
+
+TEST(ComputeGateTest, ContestedShareIsExact) {
+  EXPECT_EQ(candidate_turns_of_contested(0.25, 400), 100);
+  EXPECT_EQ(candidate_turns_of_contested(0.5, 400), 200);
+  EXPECT_EQ(candidate_turns_of_contested(0.1, 400), 40);
+  EXPECT_EQ(candidate_turns_of_contested(0.0, 400), 0);
+  EXPECT_EQ(candidate_turns_of_contested(1.0, 400), 400);
+}
+
+// Two threads stepping as EngineLoops do (queue for the next turn, then give
+// back the current one) until ~400 turns were granted.
+void run_two_loops(double share) {
+  ComputeGate gate(share);
+  std::atomic<bool> stop{false};
+  constexpr int64_t kGrants = 400;
+  auto loop = [&](bool serving) {
+    ComputeGate::Turn turn = gate.enqueue(serving);
+    while (turn.wait()) {
+      const ComputeGateStats s = gate.stats();
+      if (s.serving_turns + s.candidate_turns >= kGrants) stop = true;
+      // A step's worth of work.
+      volatile double x = 1;
+      for (int i = 0; i < 2000; ++i) x = x * 1.0000001 + 1e-9;
+      turn = stop ? ComputeGate::Turn() : gate.enqueue(serving);
+    }
+  };
+  // Both loops queue behind a blocker first, so contention starts with the first grant.
+  ComputeGate::Turn blocker = gate.enqueue(true);
+  std::thread serving(loop, true), candidate(loop, false);
+  ASSERT_TRUE(eventually([&] {
+    const ComputeGateStats q = gate.stats();
+    return q.serving_queued == 1 && q.candidate_queued == 1;
+  }));
+  blocker.reset();
+  serving.join();
+  candidate.join();
+  const ComputeGateStats s = gate.stats();
+  ASSERT_GE(s.contested_grants, kGrants - 4);
+  const double got = double(s.contested_candidate_turns) / double(s.contested_grants);
+  EXPECT_NEAR(got, share, 0.05) << s.contested_candidate_turns << " of " << s.contested_grants;
+  const double overall = double(s.candidate_turns) / double(s.serving_turns + s.candidate_turns);
+  EXPECT_NEAR(overall, share, 0.05);
+}
+
+TEST(ComputeGateTest, TwoBusyLoopsSplitAQuarter) { run_two_loops(0.25); }
+TEST(ComputeGateTest, TwoBusyLoopsSplitAHalf) { run_two_loops(0.5); }
+
+TEST(ComputeGateTest, ShareZeroRunsTheCandidateOnlyWhenServingIsIdle) {
+  ComputeGate gate(0.0);
+  constexpr int kServingTurns = 200;
+  std::atomic<int64_t> serving_turns_when_candidate_ran{-1};
+  ComputeGate::Turn first = gate.enqueue(true);
+  ASSERT_TRUE(first.granted());
+  std::thread candidate([&] {
+    gate.acquire(false);
+    serving_turns_when_candidate_ran = gate.stats().serving_turns;
+    gate.release();
+  });
+  ASSERT_TRUE(eventually([&] { return gate.stats().candidate_queued == 1; }));
+  std::thread serving([&] {
+    ComputeGate::Turn turn = std::move(first);
+    for (int i = 1; i < kServingTurns; ++i) {
+      ComputeGate::Turn next = gate.enqueue(true);
+      turn = std::move(next);
+      EXPECT_TRUE(turn.wait());
+      EXPECT_EQ(serving_turns_when_candidate_ran.load(), -1) << "the candidate ran while serving was busy";
+    }
+  });  // the last turn is released when the thread ends: serving idles
+  serving.join();
+  candidate.join();
+  EXPECT_EQ(serving_turns_when_candidate_ran.load(), kServingTurns);
+  const ComputeGateStats s = gate.stats();
+  EXPECT_EQ(s.candidate_turns, 1);
+  EXPECT_EQ(s.contested_candidate_turns, 0);
+  EXPECT_EQ(s.contested_grants, kServingTurns - 1);
+}
+
+TEST(ComputeGateTest, FifoWithinAClass) {
+  ComputeGate gate(0.25);
+  for (bool serving : {true, false}) {
+    ComputeGate::Turn blocker = gate.enqueue(true);
+    ASSERT_TRUE(blocker.granted());
+    constexpr int kWaiters = 6;
+    std::mutex mu;
+    std::vector<int> order;
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kWaiters; ++i) {
+      threads.emplace_back([&, i] {
+        gate.acquire(serving);
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          order.push_back(i);
+        }
+        gate.release();
+      });
+      // Start the next waiter only once this one is queued.
+      ASSERT_TRUE(eventually([&] {
+        const ComputeGateStats s = gate.stats();
+        return (serving ? s.serving_queued : s.candidate_queued) == i + 1;
+      }));
+    }
+    blocker.reset();
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5})) << (serving ? "serving" : "candidate");
+  }
+}
+
+TEST(ComputeGateTest, QueuedTurnLeavesTheQueueWhenReset) {
+  ComputeGate gate(1.0);
+  ComputeGate::Turn holder = gate.enqueue(true);
+  ComputeGate::Turn candidate = gate.enqueue(false);
+  ComputeGate::Turn serving = gate.enqueue(true);
+  EXPECT_FALSE(candidate.granted());
+  EXPECT_EQ(gate.stats().candidate_queued, 1);
+  candidate.reset();  // withdraws: share 1 would have given it the next turn
+  EXPECT_TRUE(candidate.empty());
+  EXPECT_EQ(gate.stats().candidate_queued, 0);
+  holder.reset();
+  EXPECT_TRUE(serving.granted());
+  EXPECT_EQ(gate.stats().contested_grants, 0);
+}
+
+TEST(ComputeGateTest, WaitReturnsOnInterruptAndKeepsThePlace) {
+  ComputeGate gate(0.25);
+  ComputeGate::Turn holder = gate.enqueue(true);
+  std::atomic<bool> interrupted{false};
+  std::atomic<int> result{-1};
+  std::thread waiter([&] {
+    ComputeGate::Turn turn = gate.enqueue(false);
+    result = turn.wait(&interrupted) ? 1 : 0;
+    EXPECT_TRUE(turn.wait());  // granted once the holder leaves
+  });
+  ASSERT_TRUE(eventually([&] { return gate.stats().candidate_queued == 1; }));
+  interrupted = true;
+  gate.wake_waiters();
+  ASSERT_TRUE(eventually([&] { return result.load() != -1; }));
+  EXPECT_EQ(result.load(), 0);
+  EXPECT_EQ(gate.stats().candidate_queued, 1);  // the interrupted turn is still queued
+  holder.reset();
+  waiter.join();
+  EXPECT_EQ(gate.stats().candidate_turns, 1);
+}
+
+}  // namespace
+}  // namespace loragate
