@@ -146,6 +146,24 @@ AdapterCacheStats AdapterCache::stats() const {
   return s;
 }
 
+std::vector<std::string> AdapterCache::running() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [name, e] : entries_) {
+    if (e.slot >= 0 && slot_pins_[e.slot] > 0) out.push_back(name);
+  }
+  return out;
+}
+
+std::vector<std::string> AdapterCache::waiting() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [name, e] : entries_) {
+    if (e.holds > 0 && (e.slot < 0 || slot_pins_[e.slot] == 0)) out.push_back(name);
+  }
+  return out;
+}
+
 AdapterCache::AcquireResult AdapterCache::acquire(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(name);

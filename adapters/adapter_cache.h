@@ -87,6 +87,10 @@ class AdapterCache {
   bool contains(const std::string& name) const;
   std::vector<AdapterInfo> list() const;
   AdapterCacheStats stats() const;
+  // Adapters whose slot a running sequence pins, and adapters held by
+  // accepted requests that have no pinned slot yet (queued), by name.
+  std::vector<std::string> running() const;
+  std::vector<std::string> waiting() const;
   const AdapterCacheOptions& options() const { return options_; }
 
   // --- step thread ---------------------------------------------------------

@@ -7,6 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "cli/commands.h"
@@ -18,7 +19,7 @@ namespace {
 
 struct GenerateFlags {
   std::string model;
-  std::string prompt;
+  std::optional<std::string> prompt;  // "" is a prompt too: BOS alone
   std::string adapter;        // adapter directory for the single prompt
   std::string requests;       // JSONL file of requests
   int32_t max_tokens = 32;
@@ -104,7 +105,7 @@ int run_requests_file(Engine& engine, const GenerateFlags& f) {
 }
 
 int run_generate(const GenerateFlags& f) {
-  if (f.prompt.empty() == f.requests.empty()) return fail("give exactly one of --prompt and --requests");
+  if (f.prompt.has_value() == !f.requests.empty()) return fail("give exactly one of --prompt and --requests");
   EngineOptions options;
   Result<DType> dtype = parse_weight_dtype(f.dtype);
   if (!dtype.is_ok()) return fail(dtype.status().message());
@@ -120,7 +121,7 @@ int run_generate(const GenerateFlags& f) {
   if (!f.requests.empty()) return run_requests_file(engine, f);
 
   GenerationRequest req;
-  req.prompt_ids = engine.tokenizer()->encode(f.prompt, /*add_special_tokens=*/true);
+  req.prompt_ids = engine.tokenizer()->encode(*f.prompt, /*add_special_tokens=*/true);
   if (!f.adapter.empty()) {
     Result<std::string> name = register_adapter(engine, f.adapter);
     if (!name.is_ok()) return fail(name.status().to_string());
@@ -137,7 +138,7 @@ int run_generate(const GenerateFlags& f) {
   const GenerationResult& r = results->front();
   if (r.finish_reason == FinishReason::kError) return fail(r.error);
 
-  std::cout << f.prompt << r.text << "\n";
+  std::cout << *f.prompt << r.text << "\n";
   if (f.ids) {
     nlohmann::json line = {{"prompt_ids", r.prompt_ids}, {"generated_ids", r.output_ids}};
     std::cout << line.dump() << "\n";
@@ -151,7 +152,8 @@ void add_generate_command(CLI::App& app) {
   auto flags = std::make_shared<GenerateFlags>();
   CLI::App* cmd = app.add_subcommand("generate", "Generate continuations of a prompt or of a file of requests");
   cmd->add_option("--model", flags->model, "Hugging Face model directory")->required()->check(CLI::ExistingDirectory);
-  cmd->add_option("--prompt", flags->prompt, "Prompt text");
+  cmd->add_option_function<std::string>(
+      "--prompt", [flags](const std::string& text) { flags->prompt = text; }, "Prompt text (\"\" = BOS alone)");
   cmd->add_option("--adapter", flags->adapter, "PEFT LoRA adapter directory for --prompt")->check(CLI::ExistingDirectory);
   cmd->add_option("--requests", flags->requests,
                   "JSONL file, one request per line: {id, prompt | prompt_ids, adapter (dir or null), max_tokens, "

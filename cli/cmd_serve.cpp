@@ -1,16 +1,18 @@
-// `loragate serve`: the gateway. Loads the base model (or synthesises the
-// demo), restores adapters and scenarios from the SQLite registry, applies
-// the config's preloads and scenarios, and serves the OpenAI, admin and
-// metrics routes until SIGINT/SIGTERM, then drains and exits 0.
+// `loragate serve`: the gateway. Opens the SQLite registry, loads the base
+// that serves (the registry's serving base after a promotion, else the
+// configured model, or the synthesised demo), reloads the candidate and
+// previous bases the registry records in the background, restores adapters
+// and scenarios, applies the config's preloads and scenarios, and serves the
+// OpenAI, admin and metrics routes until SIGINT/SIGTERM, then drains and exits 0.
 #include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
 
+#include "bases/base_set.h"
 #include "cli/commands.h"
 #include "cli/demo.h"
 #include "cli/serve_config.h"
-#include "engine/engine_loop.h"
 #include "gateway/admin_api.h"
 #include "gateway/gateway.h"
 #include "gateway/metrics.h"
@@ -23,36 +25,60 @@ namespace {
 struct ServeFlags {
   std::string config;
   std::string host, model, served_name, admin_token, registry;
+  std::vector<std::string> adapter_roots, base_roots;
   int port = -1;
 };
 
-Status open_registry(const ServeConfig& c, std::unique_ptr<Registry>* out) {
+Result<std::unique_ptr<Registry>> open_registry(const ServeConfig& c) {
   const std::filesystem::path parent = std::filesystem::path(c.registry_path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
-  LG_ASSIGN_OR_RETURN(*out, Registry::open(c.registry_path));
-  BaseModelRecord base;
-  base.name = c.served_model_name;
-  base.path = c.model_path;
-  base.state = BaseModelState::kOnline;
-  return (*out)->upsert_base_model(base).status();
+  return Registry::open(c.registry_path);
 }
 
-// Registered adapters come back from the registry; config preloads and
-// scenarios are applied on top (a preload already registered is kept).
-Status restore_registrations(const ServeConfig& c, Registry& registry, AdapterCache& cache, AdminApi& admin) {
-  LG_ASSIGN_OR_RETURN(std::vector<AdapterRecord> adapters, registry.list_adapters(c.served_model_name));
-  for (const AdapterRecord& a : adapters) {
-    if (a.state != AdapterState::kReady) continue;
-    LG_RETURN_IF_ERROR(cache.add(a.name, a.path).with_context("restoring adapter '" + a.name + "'"));
+// What serves at start: the configured model, unless the registry knows it
+// already and says another base serves (it was promoted before a restart).
+Result<BaseSpec> initial_base(const ServeConfig& c, Registry& registry) {
+  BaseSpec configured{c.served_model_name, c.model_path, c.engine.weight_dtype};
+  LG_ASSIGN_OR_RETURN(std::vector<BaseModelRecord> bases, registry.list_base_models());
+  bool known = false;
+  const BaseModelRecord* serving = nullptr;
+  for (const BaseModelRecord& b : bases) {
+    if (b.name == configured.name) known = true;
+    if (b.state == BaseModelState::kServing) serving = &b;
   }
+  if (!known || serving == nullptr || serving->name == configured.name) return configured;
+  LG_ASSIGN_OR_RETURN(DType dtype, parse_weight_dtype_name(serving->dtype));
+  std::cerr << "loragate: base '" << serving->name << "' (" << serving->path << ") was promoted before this restart"
+            << " and serves again; '" << configured.name << "' keeps its recorded state\n";
+  return BaseSpec{serving->name, serving->path, dtype};
+}
+
+// Candidate and previous bases of the registry load again in the background.
+void reload_other_bases(Registry& registry, BaseSet& bases, const std::string& serving) {
+  Result<std::vector<BaseModelRecord>> all = registry.list_base_models();
+  if (!all.is_ok()) return;
+  for (const BaseModelRecord& b : *all) {
+    const bool keep = b.state == BaseModelState::kCandidate || b.state == BaseModelState::kPrevious ||
+                      b.state == BaseModelState::kLoading;  // a load cut short by a restart
+    if (b.name == serving || !keep) continue;
+    Result<DType> dtype = parse_weight_dtype_name(b.dtype);
+    Status s = dtype.is_ok() ? bases.add(BaseSpec{b.name, b.path, *dtype},
+                                         b.state == BaseModelState::kPrevious ? BaseState::kPrevious
+                                                                              : BaseState::kCandidate)
+                             : dtype.status();
+    if (!s.is_ok()) std::cerr << "loragate: base '" << b.name << "' is not reloaded: " << s.message() << "\n";
+  }
+}
+
+// Config preloads and scenarios, for the serving base (a preload already registered is kept).
+Status apply_config_registrations(const ServeConfig& c, Registry& registry, const ServingBase& base, AdminApi& admin) {
   for (const PreloadAdapter& p : c.preload) {
-    if (cache.contains(p.name)) continue;
+    if (base.adapters()->contains(p.name)) continue;
     LG_RETURN_IF_ERROR(admin.register_adapter(p.name, p.path).status().with_context("adapters.preload '" + p.name + "'"));
   }
   for (const auto& [scenario, adapter] : c.scenarios) {
-    LG_RETURN_IF_ERROR(registry.set_scenario(scenario, c.served_model_name, adapter)
-                           .status()
-                           .with_context("scenarios." + scenario));
+    LG_RETURN_IF_ERROR(
+        registry.set_scenario(scenario, base.name(), adapter).status().with_context("scenarios." + scenario));
   }
   return Status::ok();
 }
@@ -70,6 +96,8 @@ int run_serve(const ServeFlags& f) {
   if (!f.served_name.empty()) c.served_model_name = f.served_name;
   if (!f.admin_token.empty()) c.admin_token = f.admin_token;
   if (!f.registry.empty()) c.registry_path = f.registry;
+  if (!f.adapter_roots.empty()) c.adapter_roots = f.adapter_roots;
+  if (!f.base_roots.empty()) c.base_roots = f.base_roots;
 
   const bool demo = c.model_path.empty();
   if (demo) {
@@ -83,24 +111,31 @@ int run_serve(const ServeFlags& f) {
     if (c.served_model_name.empty()) c.served_model_name = "base";
   }
 
-  Result<std::unique_ptr<Engine>> engine = Engine::load(c.model_path, c.engine);
-  if (!engine.is_ok()) return fail(engine.status().to_string());
-  AdapterCache* cache = (*engine)->adapters();
-  if (cache == nullptr) return fail("engine.max_loras must be > 0 to serve adapters");
-  EngineLoop loop(std::move(engine).value());
+  Result<std::unique_ptr<Registry>> registry = open_registry(c);
+  if (!registry.is_ok()) return fail(registry.status().to_string());
+  Result<BaseSpec> first = initial_base(c, **registry);
+  if (!first.is_ok()) return fail(first.status().to_string());
 
-  std::unique_ptr<Registry> registry;
-  if (Status s = open_registry(c, &registry); !s.is_ok()) return fail(s.to_string());
-  Metrics metrics([&loop] { return loop.stats(); }, cache);
-  AdminApi admin({c.resolved_admin_token(), c.adapter_roots, c.served_model_name}, registry.get(), cache, &metrics);
-  if (Status s = restore_registrations(c, *registry, *cache, admin); !s.is_ok()) return fail(s.message());
-  RegistryModelResolver resolver(registry.get(), c.served_model_name);
+  BaseSet bases({c.engine, c.candidate_share, c.resolved_memory_budget_bytes()}, registry->get());
+  if (Status s = bases.start_serving(*first, "start-up"); !s.is_ok()) return fail(s.to_string());
+  // Not kept: a held reference would keep this base loaded after it is removed.
+  std::shared_ptr<ServingBase> serving = bases.serving();
+  reload_other_bases(**registry, bases, serving->name());
+
+  Metrics metrics(&bases);
+  AdminApi admin({c.resolved_admin_token(), c.adapter_roots, c.resolved_base_roots()}, registry->get(), &bases,
+                 &metrics);
+  if (Status s = apply_config_registrations(c, **registry, *serving, admin); !s.is_ok()) return fail(s.message());
+  const std::string fingerprint = serving->fingerprint();
+  const size_t num_adapters = serving->adapters()->list().size();
+  serving.reset();
+  RegistryModelResolver resolver(registry->get());
 
   GatewayOptions go;
   go.server = c.server;
   go.served_model_name = c.served_model_name;
-  go.model_dir = c.model_path;
-  Result<std::unique_ptr<Gateway>> gateway = Gateway::create(go, &loop, &resolver);
+  go.admin_token = c.resolved_admin_token();
+  Result<std::unique_ptr<Gateway>> gateway = Gateway::create(go, &bases, &resolver);
   if (!gateway.is_ok()) return fail(gateway.status().to_string());
   Gateway& gw = **gateway;
   admin.install(gw.router());
@@ -116,9 +151,9 @@ int run_serve(const ServeFlags& f) {
   gw.stop_on_signals();
 
   const std::string url = "http://" + c.server.host + ":" + std::to_string(*port);
-  std::cout << "loragate: serving '" << c.served_model_name << "' on " << url << " (" << cache->list().size()
-            << " adapters; admin routes " << (c.resolved_admin_token().empty() ? "disabled: no token" : "enabled")
-            << ")\n";
+  std::cout << "loragate: serving '" << c.served_model_name << "' (base " << fingerprint << ") on " << url << " ("
+            << num_adapters << " adapters; admin routes "
+            << (c.resolved_admin_token().empty() ? "disabled: no token" : "enabled") << ")\n";
   const std::string example_model = demo ? "support-bot" : c.served_model_name;
   std::cout << "try:\n  curl -s " << url << "/v1/completions -H 'Content-Type: application/json' \\\n"
             << "    -d '{\"model\": \"" << example_model << "\", \"prompt\": \"Once upon a time\", \"max_tokens\": 16}'\n"
@@ -141,6 +176,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--served-name", f->served_name, "The base model's name in requests (overrides model.served_name)");
   cmd->add_option("--admin-token", f->admin_token, "Admin bearer token (overrides auth.admin_token)");
   cmd->add_option("--registry", f->registry, "SQLite registry file (overrides adapters.registry)");
+  cmd->add_option("--adapter-root", f->adapter_roots,
+                  "Directory adapters may be registered from (overrides adapters.roots; repeatable)");
+  cmd->add_option("--base-root", f->base_roots, "Directory candidate bases may be loaded from (overrides bases.roots; repeatable)");
   cmd->callback([f] {
     if (int rc = run_serve(*f); rc != 0) throw CLI::RuntimeError(rc);
   });

@@ -2,7 +2,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -86,9 +89,14 @@ Status parse_server(const Section& s, ServerOptions& o) {
   return Status::ok();
 }
 
-Status parse_engine(const Section& s, EngineOptions& o) {
+Status parse_engine(const Section& s, ServeConfig& c) {
+  EngineOptions& o = c.engine;
   LG_RETURN_IF_ERROR(s.check_keys({"max_num_batched_tokens", "max_num_seqs", "kv_cache_mib", "kv_block_size",
-                                   "max_model_len", "max_loras", "max_lora_rank", "adapter_host_mib"}));
+                                   "max_model_len", "max_loras", "max_lora_rank", "adapter_host_mib",
+                                   "max_logits_rows", "candidate_share", "memory_budget_mib"}));
+  LG_RETURN_IF_ERROR(s.read_range<int64_t>("max_logits_rows", o.max_logits_rows, 1, 1 << 20));
+  LG_RETURN_IF_ERROR(s.read_range<double>("candidate_share", c.candidate_share, 0.0, 1.0));
+  LG_RETURN_IF_ERROR(s.read_range<int64_t>("memory_budget_mib", c.memory_budget_mib, 0, 1ll << 40));
   LG_RETURN_IF_ERROR(s.read_range<int64_t>("max_num_batched_tokens", o.max_num_batched_tokens, 1, 1 << 20));
   LG_RETURN_IF_ERROR(s.read_range<int32_t>("max_num_seqs", o.max_num_seqs, 1, 65536));
   int64_t kv_mib = o.kv_cache_bytes >> 20;
@@ -117,9 +125,10 @@ Result<ServeConfig> ServeConfig::parse(const std::string& yaml_text, const std::
   if (root.IsNull()) return c;
   auto in_file = [&](Status s) { return s.with_context(source); };
   const Section top(root, "");
-  LG_RETURN_IF_ERROR(in_file(top.check_keys({"server", "model", "engine", "adapters", "scenarios", "auth", "demo"})));
+  LG_RETURN_IF_ERROR(
+      in_file(top.check_keys({"server", "model", "engine", "adapters", "bases", "scenarios", "auth", "demo"})));
   LG_RETURN_IF_ERROR(in_file(parse_server(Section(top.child("server"), "server"), c.server)));
-  LG_RETURN_IF_ERROR(in_file(parse_engine(Section(top.child("engine"), "engine"), c.engine)));
+  LG_RETURN_IF_ERROR(in_file(parse_engine(Section(top.child("engine"), "engine"), c)));
 
   const Section model(top.child("model"), "model");
   LG_RETURN_IF_ERROR(in_file(model.check_keys({"path", "served_name", "dtype"})));
@@ -150,6 +159,10 @@ Result<ServeConfig> ServeConfig::parse(const std::string& yaml_text, const std::
     }
   }
 
+  const Section bases(top.child("bases"), "bases");
+  LG_RETURN_IF_ERROR(in_file(bases.check_keys({"roots"})));
+  LG_RETURN_IF_ERROR(in_file(bases.read("roots", c.base_roots)));
+
   const YAML::Node scenarios = top.child("scenarios");
   if (scenarios && !scenarios.IsNull()) {
     if (!scenarios.IsMap()) return Status::invalid_argument(source + ": scenarios must map a name to an adapter");
@@ -179,6 +192,19 @@ Result<ServeConfig> ServeConfig::load(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return parse(text.str(), path);
+}
+
+int64_t ServeConfig::resolved_memory_budget_bytes() const {
+  if (memory_budget_mib > 0) return memory_budget_mib << 20;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page / 10 * 8 : 0;
+}
+
+std::vector<std::string> ServeConfig::resolved_base_roots() const {
+  if (!base_roots.empty() || model_path.empty()) return base_roots;
+  std::filesystem::path dir = std::filesystem::absolute(model_path).lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path();  // "models/x/" names x too
+  return {dir.parent_path().string()};
 }
 
 std::string ServeConfig::resolved_admin_token() const {

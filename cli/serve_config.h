@@ -25,6 +25,12 @@ struct ServeConfig {
   std::string model_path;                       // model.path; "" = the built-in demo model
   std::string served_model_name;                // model.served_name; "" = the model directory's name
   EngineOptions engine;                         // model.dtype and engine.*
+  double candidate_share = 0.25;                // engine.candidate_share: a candidate base's share of steps
+                                                // while the serving base has work (all of them when it is idle)
+  int64_t memory_budget_mib = 0;                // engine.memory_budget_mib: weights + KV + adapters of every
+                                                // loaded base; 0 = 80% of physical memory
+  std::vector<std::string> base_roots;          // bases.roots: candidate base paths must lie inside one;
+                                                // empty = the directory holding model.path
   std::vector<std::string> adapter_roots;       // adapters.roots: registered paths must lie inside one
   std::string registry_path = ".cache/loragate/registry.db";  // adapters.registry: the SQLite file
   std::vector<PreloadAdapter> preload;          // adapters.preload: registered at start when absent
@@ -38,6 +44,10 @@ struct ServeConfig {
   static Result<ServeConfig> load(const std::string& path);
   // The admin token after the environment is consulted ("" = admin routes disabled).
   std::string resolved_admin_token() const;
+  // memory_budget_mib in bytes, with 0 resolved against this machine's memory.
+  int64_t resolved_memory_budget_bytes() const;
+  // bases.roots, or the directory holding model.path when none is set.
+  std::vector<std::string> resolved_base_roots() const;
 };
 
 }  // namespace loragate

@@ -11,6 +11,7 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kUnsupported: return "unsupported";
     case StatusCode::kResourceExhausted: return "resource exhausted";
     case StatusCode::kIoError: return "i/o error";
+    case StatusCode::kFailedPrecondition: return "failed precondition";
     case StatusCode::kInternal: return "internal";
   }
   return "unknown";

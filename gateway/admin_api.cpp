@@ -1,10 +1,12 @@
 #include "gateway/admin_api.h"
 
+#include <cctype>
 #include <filesystem>
 #include <map>
 #include <optional>
 
 #include "adapters/lora_adapter.h"
+#include "gateway/admin_auth.h"
 #include "gateway/openai_errors.h"
 #include "registry/sha256.h"
 
@@ -12,32 +14,34 @@ namespace loragate {
 namespace {
 
 namespace fs = std::filesystem;
+using nlohmann::json;
 
-// Compares without an early exit, so timing does not reveal the common prefix.
-bool constant_time_equal(std::string_view a, std::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  const size_t n = std::max(a.size(), b.size());
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    diff |= static_cast<unsigned char>(x ^ y);
+// Parses a JSON object body (an empty body reads as {}), or says what is wrong with it.
+std::optional<ApiError> parse_object(const HttpRequest& request, json* out, bool empty_ok = false) {
+  if (empty_ok && request.body().empty()) {
+    *out = json::object();
+    return std::nullopt;
   }
-  return diff == 0;
-}
-
-// Parses a JSON object body, or says what is wrong with it.
-std::optional<ApiError> parse_object(const HttpRequest& request, nlohmann::json* out) {
-  *out = nlohmann::json::parse(request.body(), nullptr, /*allow_exceptions=*/false);
+  *out = json::parse(request.body(), nullptr, /*allow_exceptions=*/false);
   if (out->is_discarded()) return bad_request("the body is not valid JSON");
   if (!out->is_object()) return bad_request("the body must be a JSON object");
   return std::nullopt;
 }
 
-std::optional<ApiError> string_field(const nlohmann::json& body, const char* key, std::string* out) {
+std::optional<ApiError> string_field(const json& body, const char* key, std::string* out) {
   auto it = body.find(key);
   if (it == body.end() || !it->is_string() || it->get<std::string>().empty()) {
     return bad_request(std::string(key) + " must be a non-empty string", key);
   }
+  *out = it->get<std::string>();
+  return std::nullopt;
+}
+
+// An optional string field: absent or null leaves *out alone.
+std::optional<ApiError> optional_string(const json& body, const char* key, std::string* out) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_string()) return bad_request(std::string(key) + " must be a string", key);
   *out = it->get<std::string>();
   return std::nullopt;
 }
@@ -52,177 +56,324 @@ HttpResponse status_response(const Status& s) {
   return error_response(code, s.message());
 }
 
-nlohmann::json adapter_json(const AdapterRecord& r) {
+json adapter_json(const AdapterRecord& r) {
   return {{"name", r.name},         {"base_model", r.base_model},       {"path", r.path},
           {"rank", r.rank},         {"alpha", r.alpha},                 {"target_modules", r.target_modules},
           {"sha256", r.sha256},     {"size_bytes", r.size_bytes},       {"state", adapter_state_name(r.state)},
           {"created_at", r.created_at}, {"updated_at", r.updated_at}};
 }
 
-nlohmann::json scenario_json(const ScenarioRecord& r) {
+json scenario_json(const ScenarioRecord& r) {
   return {{"name", r.name}, {"base_model", r.base_model}, {"adapter", r.adapter},
           {"created_at", r.created_at}, {"updated_at", r.updated_at}};
 }
 
-// The last path segment after `prefix` ("/admin/adapters/x" -> "x").
+json base_json(const BaseStatus& b) {
+  json j = {{"name", b.name},
+            {"path", b.path},
+            {"dtype", b.dtype},
+            {"state", base_state_name(b.state)},
+            {"sha256", b.sha256},
+            {"system_fingerprint", b.fingerprint},
+            {"weights_bytes", b.weights_bytes},
+            {"kv_bytes", b.kv_bytes},
+            {"adapter_bytes", b.adapter_bytes},
+            {"adapters", b.adapters},
+            {"requests_in_flight", b.in_flight}};
+  if (!b.error.empty()) j["error"] = b.error;
+  return j;
+}
+
+json swap_json(const SwapRecord& s) {
+  return {{"id", s.id},     {"at", s.at},         {"actor", s.actor}, {"from", s.from_base},
+          {"to", s.to_base}, {"kind", s.kind},     {"forced", s.forced}, {"note", s.note}};
+}
+
+// The path segment after `prefix` ("/admin/adapters/x" -> "x").
 std::string tail_after(const HttpRequest& request, std::string_view prefix) {
   return std::string(Router::path_of(request.target()).substr(prefix.size()));
 }
 
-}  // namespace
-
-AdminApi::AdminApi(AdminOptions options, Registry* registry, AdapterCache* cache, const Metrics* metrics)
-    : options_(std::move(options)), registry_(registry), cache_(cache), metrics_(metrics) {}
-
-std::optional<HttpResponse> AdminApi::check_auth(const HttpRequest& request) const {
-  if (options_.token.empty()) {
-    return error_response(http::status::forbidden, "admin routes are disabled: no admin token is configured");
+// The value of `key` in the query string, percent-decoded; "" when absent.
+std::string query_param(const HttpRequest& request, std::string_view key) {
+  const std::string_view target = request.target();
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return "";
+  std::string_view rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    const size_t amp = rest.find('&');
+    const std::string_view pair = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    const size_t eq = pair.find('=');
+    if (pair.substr(0, eq) != key || eq == std::string_view::npos) continue;
+    std::string value;
+    const std::string_view raw = pair.substr(eq + 1);
+    for (size_t i = 0; i < raw.size(); ++i) {
+      if (raw[i] == '%' && i + 2 < raw.size() && std::isxdigit(static_cast<unsigned char>(raw[i + 1])) &&
+          std::isxdigit(static_cast<unsigned char>(raw[i + 2]))) {
+        value += static_cast<char>(std::stoi(std::string(raw.substr(i + 1, 2)), nullptr, 16));
+        i += 2;
+      } else {
+        value += raw[i] == '+' ? ' ' : raw[i];
+      }
+    }
+    return value;
   }
-  const auto it = request.find(http::field::authorization);
-  constexpr std::string_view kBearer = "Bearer ";
-  if (it == request.end() || it->value().substr(0, kBearer.size()) != kBearer) {
-    return error_response(http::status::unauthorized, "admin routes need Authorization: Bearer <token>");
-  }
-  if (!constant_time_equal(it->value().substr(kBearer.size()), options_.token)) {
-    return error_response(http::status::unauthorized, "the admin token is wrong");
-  }
-  return std::nullopt;
+  return "";
 }
 
-Result<std::string> AdminApi::resolve_inside_roots(const std::string& path) const {
-  if (options_.adapter_roots.empty()) {
-    return Status::invalid_argument("no adapter roots are configured (adapters.roots): registration is disabled");
+// The base an admin call names: the body's `base`, else ?base=, else the X-Base header ("" = serving).
+std::string named_base(const HttpRequest& request, const json& body) {
+  if (auto it = body.find("base"); it != body.end() && it->is_string()) return it->get<std::string>();
+  std::string q = query_param(request, "base");
+  if (!q.empty()) return q;
+  auto header = request.find("X-Base");
+  return header == request.end() ? "" : std::string(header->value());
+}
+
+// Who asked: the body's `by`, else the X-Actor header, else "admin".
+std::string actor_of(const HttpRequest& request, const json& body) {
+  if (auto it = body.find("by"); it != body.end() && it->is_string() && !it->get<std::string>().empty()) {
+    return it->get<std::string>().substr(0, 256);
   }
-  // The real path (every "..", "." and symlink resolved) must lie inside a real root.
+  auto header = request.find("X-Actor");
+  if (header != request.end() && !header->value().empty()) return std::string(header->value().substr(0, 256));
+  return "admin";
+}
+
+}  // namespace
+
+Result<std::string> resolve_inside_roots(const std::string& path, const std::vector<std::string>& roots,
+                                         const std::string& what, const std::string& key) {
+  if (roots.empty()) {
+    return Status::invalid_argument("no " + what + " roots are configured (" + key + "): registration is disabled");
+  }
   std::error_code ec;
   const fs::path real = fs::canonical(path, ec);
-  if (ec) return Status::not_found("adapter path '" + path + "': " + ec.message());
-  for (const std::string& root : options_.adapter_roots) {
+  if (ec) return Status::not_found(what + " path '" + path + "': " + ec.message());
+  for (const std::string& root : roots) {
     const fs::path real_root = fs::canonical(root, ec);
     if (ec) continue;
     const std::string r = real_root.string(), p = real.string();
-    if (p == r || (p.size() > r.size() && p.compare(0, r.size(), r) == 0 && p[r.size()] == '/')) return p;
+    if (p == r || (p.size() > r.size() && p.compare(0, r.size(), r) == 0 && (p[r.size()] == '/' || r == "/"))) {
+      return p;
+    }
   }
-  return Status::invalid_argument("adapter path '" + path + "' resolves to '" + real.string() +
-                                  "', outside every configured adapter root");
+  return Status::invalid_argument(what + " path '" + path + "' resolves to '" + real.string() +
+                                  "', outside every configured " + what + " root (" + key + ")");
 }
 
-Result<AdapterRecord> AdminApi::register_adapter(const std::string& name, const std::string& path) {
+AdminApi::AdminApi(AdminOptions options, Registry* registry, BaseSet* bases, const Metrics* metrics)
+    : options_(std::move(options)), registry_(registry), bases_(bases), metrics_(metrics) {}
+
+Result<std::shared_ptr<ServingBase>> AdminApi::base_named(const std::string& name) const {
+  if (!name.empty()) return bases_->find(name);
+  std::shared_ptr<ServingBase> serving = bases_->serving();
+  if (serving == nullptr) return Status::failed_precondition("no base model is serving yet");
+  return serving;
+}
+
+Result<AdapterRecord> AdminApi::register_adapter(const std::string& name, const std::string& path,
+                                                 const std::string& base) {
   LG_RETURN_IF_ERROR(validate_name("adapter name", name, /*allow_slash=*/false));
-  LG_ASSIGN_OR_RETURN(std::string real, resolve_inside_roots(path));
+  LG_ASSIGN_OR_RETURN(std::shared_ptr<ServingBase> target, base_named(base));
+  LG_ASSIGN_OR_RETURN(std::string real, resolve_inside_roots(path, options_.adapter_roots, "adapter", "adapters.roots"));
   const std::string weights = real + "/adapter_model.safetensors";
-  LG_RETURN_IF_ERROR(cache_->add(name, real));
+  AdapterCache& cache = *target->adapters();
+  LG_RETURN_IF_ERROR(cache.add(name, real).with_context("base '" + target->name() + "'"));
   // Validate by loading, then record; on any failure the cache forgets the name.
   auto registered = [&]() -> Result<AdapterRecord> {
-    LG_RETURN_IF_ERROR(cache_->load_now(name));
+    LG_RETURN_IF_ERROR(cache.load_now(name));
     AdapterRecord record;
-    for (const AdapterInfo& info : cache_->list()) {
+    for (const AdapterInfo& info : cache.list()) {
       if (info.name != name) continue;
       record.rank = info.rank;
       record.alpha = info.alpha;
       record.target_modules = info.target_modules;
     }
     record.name = name;
-    record.base_model = options_.base_model;
+    record.base_model = target->name();
     record.path = real;
     LG_ASSIGN_OR_RETURN(record.sha256, sha256_file(weights));
     std::error_code ec;
     record.size_bytes = static_cast<int64_t>(fs::file_size(weights, ec));
     return registry_->add_adapter(record);
   }();
-  if (!registered.is_ok()) (void)cache_->remove(name);
+  if (!registered.is_ok()) (void)cache.remove(name);
   return registered;
 }
 
-Status AdminApi::unregister_adapter(const std::string& name) {
-  LG_RETURN_IF_ERROR(registry_->remove_adapter(name));
-  return cache_->remove(name);
+Status AdminApi::unregister_adapter(const std::string& name, const std::string& base) {
+  LG_ASSIGN_OR_RETURN(std::shared_ptr<ServingBase> target, base_named(base));
+  LG_RETURN_IF_ERROR(registry_->remove_adapter(name, target->name()));
+  return target->adapters()->remove(name);
+}
+
+Status AdminApi::add_base(const std::string& name, const std::string& path, DType dtype) {
+  LG_ASSIGN_OR_RETURN(std::string real, resolve_inside_roots(path, options_.base_roots, "base model", "bases.roots"));
+  return bases_->add(BaseSpec{name, real, dtype});
 }
 
 void AdminApi::install(Router& router) {
   // Every admin handler checks the token first.
   auto guarded = [this](auto handler) {
     return [this, handler](const std::shared_ptr<Exchange>& ex) {
-      if (auto denied = check_auth(ex->request())) return ex->respond(std::move(*denied));
+      if (auto denied = check_admin_token(ex->request(), options_.token)) return ex->respond(denied->to_response());
       handler(ex);
     };
   };
   auto add_adapter = [this](const std::shared_ptr<Exchange>& ex, const char* name_key, const char* path_key) {
-    nlohmann::json body;
+    json body;
     std::string name, path;
     if (auto e = parse_object(ex->request(), &body)) return ex->respond(e->to_response());
     if (auto e = string_field(body, name_key, &name)) return ex->respond(e->to_response());
     if (auto e = string_field(body, path_key, &path)) return ex->respond(e->to_response());
-    Result<AdapterRecord> r = register_adapter(name, path);
+    std::string base;  // read by named_base; checked here for its type
+    if (auto e = optional_string(body, "base", &base)) return ex->respond(e->to_response());
+    Result<AdapterRecord> r = register_adapter(name, path, named_base(ex->request(), body));
     if (!r.is_ok()) return ex->respond(status_response(r.status()));
     ex->record().adapter = name;
+    ex->record().base = r->base_model;
     ex->respond(json_response(http::status::created, adapter_json(*r)));
   };
-  auto remove_adapter = [this](const std::shared_ptr<Exchange>& ex, const std::string& name) {
-    Status s = unregister_adapter(name);
+  auto remove_adapter = [this](const std::shared_ptr<Exchange>& ex, const std::string& name, const std::string& base) {
+    Status s = unregister_adapter(name, base);
     if (!s.is_ok()) return ex->respond(status_response(s));
     ex->respond(json_response(http::status::ok, {{"name", name}, {"removed", true}}));
   };
 
+  // --- adapters ---
   router.add(http::verb::post, "/admin/adapters", guarded([add_adapter](const std::shared_ptr<Exchange>& ex) {
     add_adapter(ex, "name", "path");
   }));
   router.add_prefix(http::verb::delete_, "/admin/adapters/",
                     guarded([remove_adapter](const std::shared_ptr<Exchange>& ex) {
-                      remove_adapter(ex, tail_after(ex->request(), "/admin/adapters/"));
+                      remove_adapter(ex, tail_after(ex->request(), "/admin/adapters/"),
+                                     named_base(ex->request(), json::object()));
                     }));
   router.add(http::verb::get, "/admin/adapters", guarded([this](const std::shared_ptr<Exchange>& ex) {
-    Result<std::vector<AdapterRecord>> records = registry_->list_adapters(options_.base_model);
+    Result<std::shared_ptr<ServingBase>> base = base_named(named_base(ex->request(), json::object()));
+    if (!base.is_ok()) return ex->respond(status_response(base.status()));
+    Result<std::vector<AdapterRecord>> records = registry_->list_adapters((*base)->name());
     if (!records.is_ok()) return ex->respond(status_response(records.status()));
     std::map<std::string, AdapterInfo> live;
-    for (AdapterInfo& info : cache_->list()) live[info.name] = std::move(info);
-    nlohmann::json data = nlohmann::json::array();
+    for (AdapterInfo& info : (*base)->adapters()->list()) live[info.name] = std::move(info);
+    json data = json::array();
     for (const AdapterRecord& r : *records) {
-      nlohmann::json j = adapter_json(r);
+      json j = adapter_json(r);
       auto it = live.find(r.name);
       j["cache_tier"] = it == live.end() ? "none" : adapter_tier_name(it->second.tier);
       if (it != live.end() && !it->second.error.empty()) j["load_error"] = it->second.error;
-      j["requests"] = metrics_ != nullptr ? metrics_->requests_for(r.name) : 0;
+      j["requests"] = metrics_ != nullptr ? metrics_->requests_for(r.base_model, r.name) : 0;
       data.push_back(std::move(j));
     }
-    ex->respond(json_response(http::status::ok, {{"object", "list"}, {"data", data}}));
+    ex->respond(json_response(http::status::ok, {{"object", "list"}, {"base", (*base)->name()}, {"data", data}}));
   }));
 
+  // --- scenarios ---
   router.add_prefix(http::verb::put, "/admin/scenarios/", guarded([this](const std::shared_ptr<Exchange>& ex) {
     const std::string name = tail_after(ex->request(), "/admin/scenarios/");
-    nlohmann::json body;
+    json body;
     std::string adapter;
     if (auto e = parse_object(ex->request(), &body)) return ex->respond(e->to_response());
     if (auto e = string_field(body, "adapter", &adapter)) return ex->respond(e->to_response());
-    Result<ScenarioRecord> r = registry_->set_scenario(name, options_.base_model, adapter);
+    Result<std::shared_ptr<ServingBase>> base = base_named(named_base(ex->request(), body));
+    if (!base.is_ok()) return ex->respond(status_response(base.status()));
+    Result<ScenarioRecord> r = registry_->set_scenario(name, (*base)->name(), adapter);
     if (!r.is_ok()) return ex->respond(status_response(r.status()));
     ex->respond(json_response(http::status::ok, scenario_json(*r)));
   }));
   router.add_prefix(http::verb::delete_, "/admin/scenarios/", guarded([this](const std::shared_ptr<Exchange>& ex) {
     const std::string name = tail_after(ex->request(), "/admin/scenarios/");
-    Status s = registry_->remove_scenario(name, options_.base_model);
+    Result<std::shared_ptr<ServingBase>> base = base_named(named_base(ex->request(), json::object()));
+    if (!base.is_ok()) return ex->respond(status_response(base.status()));
+    Status s = registry_->remove_scenario(name, (*base)->name());
     if (!s.is_ok()) return ex->respond(status_response(s));
     ex->respond(json_response(http::status::ok, {{"name", name}, {"removed", true}}));
   }));
   router.add(http::verb::get, "/admin/scenarios", guarded([this](const std::shared_ptr<Exchange>& ex) {
-    Result<std::vector<ScenarioRecord>> records = registry_->list_scenarios(options_.base_model);
+    Result<std::shared_ptr<ServingBase>> base = base_named(named_base(ex->request(), json::object()));
+    if (!base.is_ok()) return ex->respond(status_response(base.status()));
+    Result<std::vector<ScenarioRecord>> records = registry_->list_scenarios((*base)->name());
     if (!records.is_ok()) return ex->respond(status_response(records.status()));
-    nlohmann::json data = nlohmann::json::array();
+    json data = json::array();
     for (const ScenarioRecord& r : *records) data.push_back(scenario_json(r));
-    ex->respond(json_response(http::status::ok, {{"object", "list"}, {"data", data}}));
+    ex->respond(json_response(http::status::ok, {{"object", "list"}, {"base", (*base)->name()}, {"data", data}}));
   }));
 
-  // vLLM's runtime LoRA routes, behind the same token.
+  // --- bases ---
+  router.add(http::verb::post, "/admin/bases", guarded([this](const std::shared_ptr<Exchange>& ex) {
+    json body;
+    std::string name, path, dtype = "f32";
+    if (auto e = parse_object(ex->request(), &body)) return ex->respond(e->to_response());
+    if (auto e = string_field(body, "name", &name)) return ex->respond(e->to_response());
+    if (auto e = string_field(body, "path", &path)) return ex->respond(e->to_response());
+    if (auto e = optional_string(body, "dtype", &dtype)) return ex->respond(e->to_response());
+    Result<DType> parsed = parse_weight_dtype_name(dtype);
+    if (!parsed.is_ok()) return ex->respond(bad_request(parsed.status().message(), "dtype").to_response());
+    Status s = add_base(name, path, *parsed);
+    if (!s.is_ok()) return ex->respond(status_response(s));
+    ex->record().base = name;
+    for (const BaseStatus& b : bases_->list()) {
+      if (b.name == name) return ex->respond(json_response(http::status::accepted, base_json(b)));
+    }
+    ex->respond(json_response(http::status::accepted, {{"name", name}, {"state", "loading"}}));
+  }));
+  router.add(http::verb::get, "/admin/bases", guarded([this](const std::shared_ptr<Exchange>& ex) {
+    json data = json::array();
+    for (const BaseStatus& b : bases_->list()) data.push_back(base_json(b));
+    json swaps = json::array();
+    if (registry_ != nullptr) {
+      Result<std::vector<SwapRecord>> recent = registry_->list_swaps(20);
+      if (!recent.is_ok()) return ex->respond(status_response(recent.status()));
+      for (const SwapRecord& s : *recent) swaps.push_back(swap_json(s));
+    }
+    ex->respond(json_response(http::status::ok, {{"object", "list"}, {"data", data}, {"swaps", swaps}}));
+  }));
+  router.add_prefix(http::verb::delete_, "/admin/bases/", guarded([this](const std::shared_ptr<Exchange>& ex) {
+    const std::string name = tail_after(ex->request(), "/admin/bases/");
+    Status s = bases_->remove(name);
+    if (!s.is_ok()) return ex->respond(status_response(s));
+    ex->respond(json_response(http::status::ok, {{"name", name}, {"removed", true}}));
+  }));
+  auto swapped = [](const std::shared_ptr<Exchange>& ex, const Result<SwapRecord>& r) {
+    if (!r.is_ok()) return ex->respond(status_response(r.status()));
+    ex->respond(json_response(http::status::ok, swap_json(*r)));
+  };
+  router.add(http::verb::post, "/admin/bases/rollback", guarded([this, swapped](const std::shared_ptr<Exchange>& ex) {
+    json body;
+    if (auto e = parse_object(ex->request(), &body, /*empty_ok=*/true)) return ex->respond(e->to_response());
+    swapped(ex, bases_->rollback(actor_of(ex->request(), body)));
+  }));
+  router.add_prefix(http::verb::post, "/admin/bases/", guarded([this, swapped](const std::shared_ptr<Exchange>& ex) {
+    std::string rest = tail_after(ex->request(), "/admin/bases/");
+    constexpr std::string_view kPromote = "/promote";
+    if (rest.size() <= kPromote.size() || rest.compare(rest.size() - kPromote.size(), kPromote.size(), kPromote) != 0) {
+      return ex->respond(error_response(http::status::not_found,
+                                        "no route: use POST /admin/bases/{name}/promote or /admin/bases/rollback"));
+    }
+    const std::string name = rest.substr(0, rest.size() - kPromote.size());
+    json body;
+    if (auto e = parse_object(ex->request(), &body, /*empty_ok=*/true)) return ex->respond(e->to_response());
+    bool force = false;
+    if (auto it = body.find("force"); it != body.end() && !it->is_null()) {
+      if (!it->is_boolean()) return ex->respond(bad_request("force must be a boolean", "force").to_response());
+      force = it->get<bool>();
+    }
+    swapped(ex, bases_->promote(name, force, actor_of(ex->request(), body)));
+  }));
+
+  // vLLM's runtime LoRA routes, behind the same token, on the serving base.
   router.add(http::verb::post, "/v1/load_lora_adapter", guarded([add_adapter](const std::shared_ptr<Exchange>& ex) {
     add_adapter(ex, "lora_name", "lora_path");
   }));
   router.add(http::verb::post, "/v1/unload_lora_adapter",
              guarded([remove_adapter](const std::shared_ptr<Exchange>& ex) {
-               nlohmann::json body;
+               json body;
                std::string name;
                if (auto e = parse_object(ex->request(), &body)) return ex->respond(e->to_response());
                if (auto e = string_field(body, "lora_name", &name)) return ex->respond(e->to_response());
-               remove_adapter(ex, name);
+               remove_adapter(ex, name, named_base(ex->request(), body));
              }));
 }
 

@@ -1,25 +1,32 @@
 // AdminApi: the operator routes, behind a bearer token.
 //
-//   POST   /admin/adapters {name, path}     validate by loading, register, ready at once
-//   DELETE /admin/adapters/{name}           refuse new requests now; running ones finish
-//   GET    /admin/adapters                  state, rank, size, cache tier, request counts
-//   PUT    /admin/scenarios/{name} {adapter}
-//   DELETE /admin/scenarios/{name}
-//   GET    /admin/scenarios
-//   POST   /v1/load_lora_adapter {lora_name, lora_path}     vLLM-compatible aliases
+//   POST   /admin/adapters {name, path, base?}   validate by loading, register on a base, ready at once
+//   DELETE /admin/adapters/{name}[?base=B]       refuse new requests now; running ones finish
+//   GET    /admin/adapters[?base=B]              state, rank, size, cache tier, request counts
+//   PUT    /admin/scenarios/{name} {adapter, base?}
+//   DELETE /admin/scenarios/{name}[?base=B]
+//   GET    /admin/scenarios[?base=B]
+//   POST   /admin/bases {name, path, dtype?}     load a candidate base in the background (202)
+//   GET    /admin/bases                          every base (state, sha256, bytes, adapters, in flight) and recent swaps
+//   DELETE /admin/bases/{name}                   unload a base that does not serve
+//   POST   /admin/bases/{name}/promote {force?, by?}
+//   POST   /admin/bases/rollback {by?}
+//   POST   /v1/load_lora_adapter {lora_name, lora_path}     vLLM-compatible aliases (serving base)
 //   POST   /v1/unload_lora_adapter {lora_name}
 //
-// Writes go to the registry (SQLite) and the engine's adapter cache: the
-// registry is the record restored at start, the cache what serves. Paths
-// must resolve (symlinks followed) inside a configured adapter root.
-// Handlers run on network threads; the registry and cache are thread-safe.
+// `base` defaults to the serving base (the X-Base header also names one).
+// Writes go to the registry (SQLite) and the base's adapter cache: the
+// registry is the record restored at start, the cache what serves. Adapter
+// and base paths must resolve (symlinks followed) inside a configured root.
+// Handlers run on network threads; the registry, caches and BaseSet are
+// thread-safe.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "adapters/adapter_cache.h"
+#include "bases/base_set.h"
 #include "gateway/metrics.h"
 #include "gateway/router.h"
 #include "registry/registry.h"
@@ -28,33 +35,39 @@ namespace loragate {
 
 struct AdminOptions {
   std::string token;                       // "" = admin routes answer 403
-  std::vector<std::string> adapter_roots;  // registered paths must lie inside one
-  std::string base_model;                  // the registry name of the base served
+  std::vector<std::string> adapter_roots;  // registered adapter paths must lie inside one
+  std::vector<std::string> base_roots;     // base model paths must lie inside one
 };
 
 class AdminApi {
  public:
-  AdminApi(AdminOptions options, Registry* registry, AdapterCache* cache, const Metrics* metrics);
+  AdminApi(AdminOptions options, Registry* registry, BaseSet* bases, const Metrics* metrics);
   // Adds the admin routes to `router`.
   void install(Router& router);
 
-  // Registers an adapter in registry and cache (validating by loading it).
-  // Also used at start for configured preloads. Returns the stored record.
-  Result<AdapterRecord> register_adapter(const std::string& name, const std::string& path);
-  // Refuses new requests for the adapter and forgets its registration.
-  Status unregister_adapter(const std::string& name);
-
-  // Checks "Authorization: Bearer <token>" in constant time. Returns the
-  // error response to send, or nullopt when the caller may proceed.
-  std::optional<HttpResponse> check_auth(const HttpRequest& request) const;
+  // Registers an adapter on `base` ("" = the serving base) in registry and
+  // cache, validating by loading it. Also used at start for configured
+  // preloads. Returns the stored record.
+  Result<AdapterRecord> register_adapter(const std::string& name, const std::string& path,
+                                         const std::string& base = "");
+  // Refuses new requests for the adapter on `base` and forgets its registration.
+  Status unregister_adapter(const std::string& name, const std::string& base = "");
+  // Starts loading a candidate base (path checked against the base roots).
+  Status add_base(const std::string& name, const std::string& path, DType dtype);
 
  private:
-  Result<std::string> resolve_inside_roots(const std::string& path) const;
+  Result<std::shared_ptr<ServingBase>> base_named(const std::string& name) const;
 
   AdminOptions options_;
   Registry* registry_;
-  AdapterCache* cache_;
+  BaseSet* bases_;
   const Metrics* metrics_;
 };
+
+// The real path of `path` when it lies inside one of `roots` (every "..",
+// "." and symlink resolved); `what` names the kind of path in errors and
+// `key` the config key of the roots.
+Result<std::string> resolve_inside_roots(const std::string& path, const std::vector<std::string>& roots,
+                                         const std::string& what, const std::string& key);
 
 }  // namespace loragate

@@ -13,30 +13,20 @@
 
 namespace loragate {
 
-Result<std::unique_ptr<Gateway>> Gateway::create(GatewayOptions options, EngineLoop* loop, ModelResolver* resolver) {
-  if (loop == nullptr) return Status::invalid_argument("Gateway::create needs an EngineLoop");
+Result<std::unique_ptr<Gateway>> Gateway::create(GatewayOptions options, BaseSet* bases, ModelResolver* resolver) {
+  if (bases == nullptr) return Status::invalid_argument("Gateway::create needs a BaseSet");
   if (options.served_model_name.empty()) return Status::invalid_argument("served_model_name must not be empty");
   if (options.server.max_queued_requests <= 0) return Status::invalid_argument("server.max_queued_requests must be > 0");
-  std::optional<ChatTemplate> tmpl;
-  if (options.model_dir.empty()) {
-    tmpl = ChatTemplate::plain();
-  } else {
-    Result<ChatTemplate> loaded = ChatTemplate::load(options.model_dir);
-    if (!loaded.is_ok()) return loaded.status().with_context("loading the chat template of " + options.model_dir);
-    tmpl = std::move(loaded).value();
-  }
-  return std::unique_ptr<Gateway>(new Gateway(std::move(options), loop, resolver, std::move(*tmpl)));
+  return std::unique_ptr<Gateway>(new Gateway(std::move(options), bases, resolver));
 }
 
-Gateway::Gateway(GatewayOptions options, EngineLoop* loop, ModelResolver* resolver, ChatTemplate chat_template)
-    : options_(std::move(options)),
-      chat_template_(std::move(chat_template)),
-      runner_(loop, options_.server.max_queued_requests) {
-  api_.loop = loop;
+Gateway::Gateway(GatewayOptions options, BaseSet* bases, ModelResolver* resolver)
+    : options_(std::move(options)), runner_(options_.server.max_queued_requests) {
+  api_.bases = bases;
   api_.served_model_name = options_.served_model_name;
   api_.resolver = resolver;
   api_.runner = &runner_;
-  api_.chat_template = &chat_template_;
+  api_.admin_token = options_.admin_token;
   api_.started_unix = unix_now();
   add_builtin_routes();
   server_ = std::make_unique<HttpServer>(options_.server, &router_,
@@ -56,6 +46,8 @@ void Gateway::add_builtin_routes() {
   router_.add(http::verb::get, "/ready", [this](const auto& ex) {
     if (runner_.stopping()) {
       ex->respond(json_response(http::status::service_unavailable, {{"status", "shutting_down"}}));
+    } else if (!api_.bases->serving()) {
+      ex->respond(json_response(http::status::service_unavailable, {{"status", "no_base_serving"}}));
     } else {
       ex->respond(json_response(http::status::ok, {{"status", "ready"}}));
     }

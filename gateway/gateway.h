@@ -1,16 +1,17 @@
-// Gateway: the HTTP front of one EngineLoop — the OpenAI-compatible routes,
-// health and readiness, the request log and the request observer hook — over
-// an HttpServer. The lead's `loragate serve` creates one, adds its own routes
-// (admin, metrics) through router() and an observer, then start()s it.
+// Gateway: the HTTP front of a BaseSet — the OpenAI-compatible routes (each
+// request runs on the base generation serving when it arrives), health and
+// readiness, the request log and the request observer hook — over an
+// HttpServer. `loragate serve` creates one, adds its own routes (admin,
+// metrics) through router() and an observer, then start()s it.
 //
-//   auto gw = Gateway::create(options, &loop, &resolver);
+//   auto gw = Gateway::create(options, &bases, &resolver);
 //   gw.value()->router().add(http::verb::get, "/metrics", handler);
 //   gw.value()->set_observer(&metrics);
 //   uint16_t port = gw.value()->start().value();
 //   gw.value()->stop_on_signals();   // SIGINT/SIGTERM make wait() stop gracefully
 //   gw.value()->wait();
 //
-// The EngineLoop and the ModelResolver are not owned and must outlive the
+// The BaseSet and the ModelResolver are not owned and must outlive the
 // Gateway. router() and set_observer() are for before start(); start(),
 // stop() and wait() may be called from any thread (stop() not from a handler).
 #pragma once
@@ -21,9 +22,8 @@
 #include <optional>
 #include <string>
 
-#include "chat/chat_template.h"
+#include "bases/base_set.h"
 #include "common/status.h"
-#include "engine/engine_loop.h"
 #include "gateway/generation_runner.h"
 #include "gateway/http_server.h"
 #include "gateway/model_resolver.h"
@@ -36,14 +36,14 @@ namespace loragate {
 
 struct GatewayOptions {
   ServerOptions server;                         // listening, limits, timeouts
-  std::string served_model_name = "loragate";   // the base model's name in `model` and /v1/models
-  std::string model_dir;                        // the chat template is read from here; "" = plain fallback
+  std::string served_model_name = "loragate";   // the serving base's name in `model` and /v1/models
+  std::string admin_token;                      // lets X-Base address a non-serving base; "" = refused
   bool log_requests = true;                     // one JSON line per request on stderr
 };
 
 class Gateway {
  public:
-  static Result<std::unique_ptr<Gateway>> create(GatewayOptions options, EngineLoop* loop, ModelResolver* resolver);
+  static Result<std::unique_ptr<Gateway>> create(GatewayOptions options, BaseSet* bases, ModelResolver* resolver);
   ~Gateway();  // stop()
   Gateway(const Gateway&) = delete;
   Gateway& operator=(const Gateway&) = delete;
@@ -64,17 +64,16 @@ class Gateway {
   // Blocks until stop() has finished (or, after stop_on_signals, a signal came and it stopped).
   void wait();
 
-  bool ready() const { return server_ && server_->started() && !runner_.stopping(); }
+  bool ready() const { return server_ && server_->started() && !runner_.stopping() && api_.bases->serving(); }
   const ApiContext& api() const { return api_; }
   size_t in_flight() const { return runner_.in_flight(); }
 
  private:
-  Gateway(GatewayOptions options, EngineLoop* loop, ModelResolver* resolver, ChatTemplate chat_template);
+  Gateway(GatewayOptions options, BaseSet* bases, ModelResolver* resolver);
   void add_builtin_routes();
   void on_request_done(const RequestRecord& record);
 
   const GatewayOptions options_;
-  ChatTemplate chat_template_;
   Router router_;
   GenerationRunner runner_;
   ApiContext api_;

@@ -7,8 +7,7 @@
 
 namespace loragate {
 
-GenerationRunner::GenerationRunner(EngineLoop* loop, int32_t max_in_flight)
-    : loop_(loop), max_in_flight_(max_in_flight) {}
+GenerationRunner::GenerationRunner(int32_t max_in_flight) : max_in_flight_(max_in_flight) {}
 
 GenerationRunner::~GenerationRunner() = default;
 
@@ -16,7 +15,8 @@ void GenerationRunner::run(const std::shared_ptr<Exchange>& exchange, Generation
   RequestRecord& record = exchange->record();
   record.adapter = call.request.adapter;
   record.prompt_tokens = static_cast<int64_t>(call.request.prompt_ids.size());
-  auto sink = std::make_shared<StreamSink>(exchange, call.format, call.stream, call.include_usage, this);
+  const std::shared_ptr<ServingBase> base = call.base;
+  auto sink = std::make_shared<StreamSink>(exchange, call.format, call.stream, call.include_usage, this, base);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) {
@@ -32,8 +32,10 @@ void GenerationRunner::run(const std::shared_ptr<Exchange>& exchange, Generation
     live_.emplace(sink.get(), sink);
   }
   call.request.sink = sink.get();
-  Result<int64_t> id = loop_->submit(std::move(call.request));
+  base->begin_request();
+  Result<int64_t> id = base->loop().submit(std::move(call.request));
   if (!id.is_ok()) {
+    base->end_request();
     {
       std::lock_guard<std::mutex> lock(mu_);
       live_.erase(sink.get());
@@ -49,7 +51,7 @@ void GenerationRunner::run(const std::shared_ptr<Exchange>& exchange, Generation
     return exchange->respond(error_response(http_status_for(s, /*about_size=*/true), s.message()));
   }
   sink->set_id(id.value());
-  exchange->on_client_gone([loop = loop_, id = id.value()] { loop->cancel(id); });
+  exchange->on_client_gone([base, id = id.value()] { base->loop().cancel(id); });
   if (call.stream) {
     exchange->start_stream(http::status::ok, "text/event-stream");
     for (const nlohmann::json& chunk : call.format->opening()) {
@@ -69,14 +71,12 @@ bool GenerationRunner::stopping() const {
 }
 
 void GenerationRunner::cancel_all() {
-  std::vector<int64_t> ids;
+  std::vector<std::shared_ptr<StreamSink>> sinks;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [raw, sink] : live_) ids.push_back(sink->id());
+    for (const auto& [raw, sink] : live_) sinks.push_back(sink);
   }
-  for (int64_t id : ids) {
-    if (id > 0) loop_->cancel(id);
-  }
+  for (const auto& sink : sinks) sink->cancel();
 }
 
 bool GenerationRunner::wait_idle(std::chrono::steady_clock::time_point deadline) {
@@ -104,6 +104,7 @@ void GenerationRunner::release(StreamSink* sink) {
     live_.erase(it);
     ++releasing_;
   }
+  last->base().end_request();
   // Dropping the sink may destroy its exchange and session: done before
   // wait_idle() can return, so stop() never frees the io_context under it.
   last.reset();

@@ -1,4 +1,5 @@
-// GenerationRunner: runs an exchange's GenerationRequest on the EngineLoop.
+// GenerationRunner: runs an exchange's GenerationRequest on the EngineLoop of
+// the base generation it captured.
 // It bounds the requests in flight (429 past max_in_flight), refuses new
 // ones while stopping (503), maps submit errors to OpenAI errors, starts the
 // SSE stream, and cancels the engine request when the client goes away.
@@ -15,7 +16,7 @@
 #include <memory>
 #include <mutex>
 
-#include "engine/engine_loop.h"
+#include "bases/serving_base.h"
 #include "gateway/http_exchange.h"
 #include "gateway/response_format.h"
 
@@ -24,6 +25,7 @@ namespace loragate {
 class StreamSink;
 
 struct GenerationCall {
+  std::shared_ptr<ServingBase> base;             // runs here, and is held until the request ends
   GenerationRequest request;                     // prompt, params, adapter (the runner sets the sink)
   std::shared_ptr<const ResponseFormat> format;  // shapes the answer
   bool stream = false;                           // answer with server-sent events
@@ -32,7 +34,7 @@ struct GenerationCall {
 
 class GenerationRunner {
  public:
-  GenerationRunner(EngineLoop* loop, int32_t max_in_flight);
+  explicit GenerationRunner(int32_t max_in_flight);
   ~GenerationRunner();
   GenerationRunner(const GenerationRunner&) = delete;
   GenerationRunner& operator=(const GenerationRunner&) = delete;
@@ -55,7 +57,6 @@ class GenerationRunner {
   void release(StreamSink* sink);
 
  private:
-  EngineLoop* const loop_;
   const int32_t max_in_flight_;
   mutable std::mutex mu_;
   std::condition_variable idle_;

@@ -243,6 +243,7 @@ void HttpSession::respond(uint64_t seq, HttpResponse response) {
   response.keep_alive(keep_alive);
   response.set(http::field::server, "loragate");
   response.set("X-Request-Id", std::to_string(current_->record().id));
+  if (!current_->record().base.empty()) response.set("X-Base", current_->record().base);
   response.prepare_payload();
   current_->record().status = response.result_int();
   response_ = std::make_shared<HttpResponse>(std::move(response));
@@ -277,6 +278,7 @@ void HttpSession::start_stream(uint64_t seq, http::status status, std::string_vi
   stream_head_->set(http::field::cache_control, "no-cache");
   stream_head_->set(http::field::server, "loragate");
   stream_head_->set("X-Request-Id", std::to_string(current_->record().id));
+  if (!current_->record().base.empty()) stream_head_->set("X-Base", current_->record().base);
   stream_head_->keep_alive(stream_keep_alive_);
   if (stream_chunked_) stream_head_->chunked(true);
   current_->record().status = static_cast<int>(status);

@@ -3,6 +3,9 @@
 //
 //   completions: {"tokens": [...], "token_logprobs": [...],
 //                 "top_logprobs": [{text: logprob, ...}, ...], "text_offset": [...]}
+//                (with echo, the prompt's tokens come first; those without a
+//                logprob, like the first, have null)
+//   vLLM's prompt_logprobs: [null, {"<id>": {"logprob", "rank", "decoded_token"}, ...}, ...]
 //   chat:        {"content": [{"token", "logprob", "bytes",
 //                              "top_logprobs": [{"token", "logprob", "bytes"}]}]}
 //
@@ -17,7 +20,8 @@
 
 namespace loragate {
 
-nlohmann::json completion_logprobs(const Tokenizer& tokenizer, const GenerationResult& result);
+nlohmann::json completion_logprobs(const Tokenizer& tokenizer, const GenerationResult& result, bool echo_prompt);
+nlohmann::json vllm_prompt_logprobs(const Tokenizer& tokenizer, const GenerationResult& result);
 nlohmann::json chat_logprobs(const Tokenizer& tokenizer, const GenerationResult& result);
 
 }  // namespace loragate

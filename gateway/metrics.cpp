@@ -1,5 +1,6 @@
 #include "gateway/metrics.h"
 
+#include <chrono>
 #include <cstdio>
 
 namespace loragate {
@@ -56,13 +57,12 @@ void Histogram::render(std::string& out, const std::string& name, const std::str
   sample(out, name + "_count", labels, static_cast<double>(count_));
 }
 
-Metrics::Metrics(std::function<EngineStats()> engine_stats, const AdapterCache* cache)
-    : engine_stats_(std::move(engine_stats)), cache_(cache) {}
+Metrics::Metrics(const BaseSet* bases) : bases_(bases) {}
 
 void Metrics::on_request_done(const RequestRecord& r) {
   if (r.route.empty() || r.route.rfind("/v1/", 0) != 0 || r.route == "/v1/models") return;  // generation routes only
   std::lock_guard<std::mutex> lock(mu_);
-  PerAdapter& a = by_adapter_[r.adapter];
+  PerAdapter& a = by_adapter_[{r.base, r.adapter}];
   ++a.requests_by_status[r.status];
   a.prompt_tokens += static_cast<uint64_t>(r.prompt_tokens);
   a.completion_tokens += static_cast<uint64_t>(r.completion_tokens);
@@ -71,9 +71,9 @@ void Metrics::on_request_done(const RequestRecord& r) {
   a.e2e.observe(r.e2e_ms / 1e3);
 }
 
-uint64_t Metrics::requests_for(const std::string& adapter) const {
+uint64_t Metrics::requests_for(const std::string& base, const std::string& adapter) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = by_adapter_.find(adapter);
+  auto it = by_adapter_.find({base, adapter});
   uint64_t n = 0;
   if (it != by_adapter_.end()) {
     for (const auto& [status, count] : it->second.requests_by_status) n += count;
@@ -85,61 +85,116 @@ std::string Metrics::render() const {
   std::string out;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto adapter_label = [](const std::string& name) { return label("adapter", name.empty() ? "base" : name); };
-    header(out, "loragate_requests_total", "counter", "Generation requests by adapter and HTTP status.");
-    for (const auto& [name, a] : by_adapter_) {
+    auto labels = [](const std::pair<std::string, std::string>& key) {
+      return label("base", key.first) + "," + label("adapter", key.second.empty() ? "base" : key.second);
+    };
+    header(out, "loragate_requests_total", "counter", "Generation requests by base, adapter and HTTP status.");
+    for (const auto& [key, a] : by_adapter_) {
       for (const auto& [status, n] : a.requests_by_status) {
-        sample(out, "loragate_requests_total", adapter_label(name) + "," + label("status", std::to_string(status)),
+        sample(out, "loragate_requests_total", labels(key) + "," + label("status", std::to_string(status)),
                static_cast<double>(n));
       }
     }
-    header(out, "loragate_prompt_tokens_total", "counter", "Prompt tokens by adapter.");
-    for (const auto& [name, a] : by_adapter_) sample(out, "loragate_prompt_tokens_total", adapter_label(name), a.prompt_tokens);
-    header(out, "loragate_generation_tokens_total", "counter", "Generated tokens by adapter.");
-    for (const auto& [name, a] : by_adapter_) {
-      sample(out, "loragate_generation_tokens_total", adapter_label(name), a.completion_tokens);
+    header(out, "loragate_prompt_tokens_total", "counter", "Prompt tokens by base and adapter.");
+    for (const auto& [key, a] : by_adapter_) sample(out, "loragate_prompt_tokens_total", labels(key), a.prompt_tokens);
+    header(out, "loragate_generation_tokens_total", "counter", "Generated tokens by base and adapter.");
+    for (const auto& [key, a] : by_adapter_) {
+      sample(out, "loragate_generation_tokens_total", labels(key), a.completion_tokens);
     }
-    header(out, "loragate_time_to_first_token_seconds", "histogram", "Arrival to first token, by adapter.");
-    for (const auto& [name, a] : by_adapter_) a.ttft.render(out, "loragate_time_to_first_token_seconds", adapter_label(name));
-    header(out, "loragate_inter_token_latency_seconds", "histogram", "Gap between consecutive tokens, by adapter.");
-    for (const auto& [name, a] : by_adapter_) a.itl.render(out, "loragate_inter_token_latency_seconds", adapter_label(name));
-    header(out, "loragate_e2e_request_latency_seconds", "histogram", "Request read to response written, by adapter.");
-    for (const auto& [name, a] : by_adapter_) a.e2e.render(out, "loragate_e2e_request_latency_seconds", adapter_label(name));
+    header(out, "loragate_time_to_first_token_seconds", "histogram", "Arrival to first token, by base and adapter.");
+    for (const auto& [key, a] : by_adapter_) a.ttft.render(out, "loragate_time_to_first_token_seconds", labels(key));
+    header(out, "loragate_inter_token_latency_seconds", "histogram", "Gap between consecutive tokens.");
+    for (const auto& [key, a] : by_adapter_) a.itl.render(out, "loragate_inter_token_latency_seconds", labels(key));
+    header(out, "loragate_e2e_request_latency_seconds", "histogram", "Request read to response written.");
+    for (const auto& [key, a] : by_adapter_) a.e2e.render(out, "loragate_e2e_request_latency_seconds", labels(key));
   }
-  if (engine_stats_) {
-    const EngineStats s = engine_stats_();
-    header(out, "loragate_queue_length", "gauge", "Requests waiting to be scheduled.");
-    sample(out, "loragate_queue_length", "", static_cast<double>(s.waiting));
-    header(out, "loragate_running_sequences", "gauge", "Sequences in the running batch.");
-    sample(out, "loragate_running_sequences", "", static_cast<double>(s.running));
-    header(out, "loragate_kv_blocks_used", "gauge", "KV-cache blocks in use.");
-    sample(out, "loragate_kv_blocks_used", "", s.kv_blocks_used);
-    header(out, "loragate_kv_blocks_total", "gauge", "KV-cache blocks in the pool.");
-    sample(out, "loragate_kv_blocks_total", "", s.kv_blocks_total);
-    header(out, "loragate_preemptions_total", "counter", "Sequences preempted for KV blocks.");
-    sample(out, "loragate_preemptions_total", "", static_cast<double>(s.preemptions));
-  }
-  if (cache_ != nullptr) {
-    const AdapterCacheStats c = cache_->stats();
-    header(out, "loragate_adapter_cache_hits_total", "counter", "Adapter acquisitions served from a slot or host memory.");
-    sample(out, "loragate_adapter_cache_hits_total", label("tier", "slot"), static_cast<double>(c.slot_hits));
-    sample(out, "loragate_adapter_cache_hits_total", label("tier", "host"), static_cast<double>(c.host_hits));
-    header(out, "loragate_adapter_cache_misses_total", "counter", "Adapter acquisitions that started a disk load.");
-    sample(out, "loragate_adapter_cache_misses_total", "", static_cast<double>(c.misses));
-    header(out, "loragate_adapter_loads_total", "counter", "Adapter loads from disk, by result.");
-    sample(out, "loragate_adapter_loads_total", label("result", "ok"), static_cast<double>(c.loads));
-    sample(out, "loragate_adapter_loads_total", label("result", "error"), static_cast<double>(c.load_failures));
-    header(out, "loragate_adapter_load_seconds_total", "counter", "Time spent loading adapters from disk.");
-    sample(out, "loragate_adapter_load_seconds_total", "", c.load_ms_total / 1e3);
-    header(out, "loragate_adapter_evictions_total", "counter", "Adapters evicted, by tier.");
-    sample(out, "loragate_adapter_evictions_total", label("tier", "host"), static_cast<double>(c.host_evictions));
-    sample(out, "loragate_adapter_evictions_total", label("tier", "slot"), static_cast<double>(c.slot_evictions));
-    header(out, "loragate_adapter_slots_used", "gauge", "Adapter slots holding an adapter.");
-    sample(out, "loragate_adapter_slots_used", "", c.slots_used);
-    header(out, "loragate_adapter_host_bytes", "gauge", "Host memory held by loaded adapters.");
-    sample(out, "loragate_adapter_host_bytes", "", static_cast<double>(c.host_bytes));
-  }
+  if (bases_ != nullptr) render_bases(out);
   return out;
+}
+
+void Metrics::render_bases(std::string& out) const {
+  const std::vector<BaseStatus> statuses = bases_->list();
+  header(out, "loragate_base_info", "gauge", "1 for every base generation loaded, with its state.");
+  for (const BaseStatus& b : statuses) {
+    sample(out, "loragate_base_info",
+           label("name", b.name) + "," + label("state", base_state_name(b.state)) + "," +
+               label("fingerprint", b.fingerprint),
+           1);
+  }
+  header(out, "loragate_base_swaps_total", "counter", "Base swaps since start, by kind.");
+  for (const char* kind : {"promote", "rollback"}) {
+    sample(out, "loragate_base_swaps_total", label("kind", kind), static_cast<double>(bases_->swaps_total(kind)));
+  }
+
+  struct Loaded {
+    std::string name;
+    std::shared_ptr<ServingBase> base;
+  };
+  std::vector<Loaded> loaded;
+  for (const BaseStatus& b : statuses) {
+    if (auto found = bases_->find(b.name); found.is_ok()) loaded.push_back({b.name, std::move(found).value()});
+  }
+  std::vector<std::pair<std::string, EngineStats>> stats;
+  for (const Loaded& l : loaded) stats.emplace_back(l.name, l.base->loop().stats());
+  auto per_base = [&](const char* name, const char* type, const char* help, auto value) {
+    header(out, name, type, help);
+    for (const auto& [base, s] : stats) sample(out, name, label("base", base), static_cast<double>(value(s)));
+  };
+  per_base("loragate_queue_length", "gauge", "Requests waiting to be scheduled.", [](const EngineStats& s) { return s.waiting; });
+  per_base("loragate_running_sequences", "gauge", "Sequences in the running batch.", [](const EngineStats& s) { return s.running; });
+  per_base("loragate_kv_blocks_used", "gauge", "KV-cache blocks in use.", [](const EngineStats& s) { return s.kv_blocks_used; });
+  per_base("loragate_kv_blocks_total", "gauge", "KV-cache blocks in the pool.", [](const EngineStats& s) { return s.kv_blocks_total; });
+  per_base("loragate_preemptions_total", "counter", "Sequences preempted for KV blocks.", [](const EngineStats& s) { return s.preemptions; });
+
+  std::vector<std::pair<std::string, AdapterCacheStats>> caches;
+  for (const Loaded& l : loaded) caches.emplace_back(l.name, l.base->adapters()->stats());
+  header(out, "loragate_adapter_cache_hits_total", "counter", "Adapter acquisitions served from a slot or host memory.");
+  for (const auto& [base, c] : caches) {
+    sample(out, "loragate_adapter_cache_hits_total", label("base", base) + "," + label("tier", "slot"), static_cast<double>(c.slot_hits));
+    sample(out, "loragate_adapter_cache_hits_total", label("base", base) + "," + label("tier", "host"), static_cast<double>(c.host_hits));
+  }
+  header(out, "loragate_adapter_cache_misses_total", "counter", "Adapter acquisitions that started a disk load.");
+  for (const auto& [base, c] : caches) sample(out, "loragate_adapter_cache_misses_total", label("base", base), static_cast<double>(c.misses));
+  header(out, "loragate_adapter_loads_total", "counter", "Adapter loads from disk, by result.");
+  for (const auto& [base, c] : caches) {
+    sample(out, "loragate_adapter_loads_total", label("base", base) + "," + label("result", "ok"), static_cast<double>(c.loads));
+    sample(out, "loragate_adapter_loads_total", label("base", base) + "," + label("result", "error"), static_cast<double>(c.load_failures));
+  }
+  header(out, "loragate_adapter_load_seconds_total", "counter", "Time spent loading adapters from disk.");
+  for (const auto& [base, c] : caches) sample(out, "loragate_adapter_load_seconds_total", label("base", base), c.load_ms_total / 1e3);
+  header(out, "loragate_adapter_evictions_total", "counter", "Adapters evicted, by tier.");
+  for (const auto& [base, c] : caches) {
+    sample(out, "loragate_adapter_evictions_total", label("base", base) + "," + label("tier", "host"), static_cast<double>(c.host_evictions));
+    sample(out, "loragate_adapter_evictions_total", label("base", base) + "," + label("tier", "slot"), static_cast<double>(c.slot_evictions));
+  }
+  header(out, "loragate_adapter_slots_used", "gauge", "Adapter slots holding an adapter.");
+  for (const auto& [base, c] : caches) sample(out, "loragate_adapter_slots_used", label("base", base), c.slots_used);
+  header(out, "loragate_adapter_host_bytes", "gauge", "Host memory held by loaded adapters.");
+  for (const auto& [base, c] : caches) sample(out, "loragate_adapter_host_bytes", label("base", base), static_cast<double>(c.host_bytes));
+
+  // The serving base as vLLM names it, for the inference extension's endpoint picker.
+  const std::shared_ptr<ServingBase> serving = bases_->serving();
+  if (serving == nullptr) return;
+  const EngineStats s = serving->loop().stats();
+  header(out, "vllm:num_requests_waiting", "gauge", "Requests waiting to be scheduled (serving base).");
+  sample(out, "vllm:num_requests_waiting", "", static_cast<double>(s.waiting));
+  header(out, "vllm:num_requests_running", "gauge", "Requests running (serving base).");
+  sample(out, "vllm:num_requests_running", "", static_cast<double>(s.running));
+  header(out, "vllm:kv_cache_usage_perc", "gauge", "Fraction of KV-cache blocks in use, 0..1 (serving base).");
+  sample(out, "vllm:kv_cache_usage_perc", "",
+         s.kv_blocks_total > 0 ? static_cast<double>(s.kv_blocks_used) / s.kv_blocks_total : 0.0);
+  auto names = [](const std::vector<std::string>& v) {
+    std::string joined;
+    for (const std::string& n : v) joined += (joined.empty() ? "" : ",") + n;
+    return joined;
+  };
+  const AdapterCache& cache = *serving->adapters();
+  header(out, "vllm:lora_requests_info", "gauge", "Running and waiting LoRA adapters; the value is the sample time.");
+  sample(out, "vllm:lora_requests_info",
+         label("max_lora", std::to_string(cache.options().max_loras)) + "," +
+             label("running_lora_adapters", names(cache.running())) + "," +
+             label("waiting_lora_adapters", names(cache.waiting())),
+         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
 
 }  // namespace loragate

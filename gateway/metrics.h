@@ -1,9 +1,13 @@
 // Metrics: the gateway's Prometheus exposition (GET /metrics).
 //
-// It observes every finished request (RequestObserver) — counts by adapter
-// and status, token counts, histograms of TTFT, inter-token latency and
-// end-to-end latency by adapter — and, when rendered, samples the engine's
-// queue, running sequences, KV blocks and adapter-cache counters.
+// It observes every finished request (RequestObserver) — counts by base
+// generation, adapter and status, token counts, histograms of TTFT,
+// inter-token latency and end-to-end latency by base and adapter — and, when
+// rendered, samples every loaded base: its state (loragate_base_info), queue,
+// running sequences, KV blocks and adapter-cache counters, the swap counters,
+// and for the serving base the model-server metrics the Gateway API
+// inference extension's endpoint picker reads (vllm:num_requests_waiting,
+// vllm:num_requests_running, vllm:kv_cache_usage_perc, vllm:lora_requests_info).
 // Thread-safe: observed from every network thread, rendered from any.
 #pragma once
 
@@ -15,8 +19,7 @@
 #include <string>
 #include <utility>
 
-#include "adapters/adapter_cache.h"
-#include "engine/engine.h"
+#include "bases/base_set.h"
 #include "gateway/request_observer.h"
 
 namespace loragate {
@@ -38,14 +41,14 @@ class Histogram {
 
 class Metrics final : public RequestObserver {
  public:
-  // `engine_stats` and `cache` are sampled at render time; either may be empty/null.
-  Metrics(std::function<EngineStats()> engine_stats, const AdapterCache* cache);
+  // `bases` is sampled at render time; not owned; may be null.
+  explicit Metrics(const BaseSet* bases);
 
   void on_request_done(const RequestRecord& record) override;
   // The whole exposition in Prometheus text format 0.0.4.
   std::string render() const;
-  // Generation requests served with `adapter` so far (any status).
-  uint64_t requests_for(const std::string& adapter) const;
+  // Generation requests served with `adapter` on `base` so far (any status).
+  uint64_t requests_for(const std::string& base, const std::string& adapter) const;
 
  private:
   struct PerAdapter {
@@ -54,10 +57,12 @@ class Metrics final : public RequestObserver {
     Histogram ttft, itl, e2e;
   };
 
-  std::function<EngineStats()> engine_stats_;
-  const AdapterCache* cache_;
+  void render_bases(std::string& out) const;
+
+  const BaseSet* bases_;
   mutable std::mutex mu_;
-  std::map<std::string, PerAdapter> by_adapter_;  // guarded by mu_; "" = the base alone
+  // guarded by mu_; keyed by (base, adapter), adapter "" = the base alone
+  std::map<std::pair<std::string, std::string>, PerAdapter> by_adapter_;
 };
 
 }  // namespace loragate

@@ -14,7 +14,7 @@ bool InMemoryModelResolver::remove(const std::string& scenario) {
   return routes_.erase(scenario) > 0;
 }
 
-Result<std::string> InMemoryModelResolver::resolve_scenario(const std::string& scenario) {
+Result<std::string> InMemoryModelResolver::resolve_scenario(const std::string& scenario, const std::string&) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = routes_.find(scenario);
   if (it == routes_.end()) return Status::not_found("scenario '" + scenario + "' is not routed to any model");
@@ -22,16 +22,16 @@ Result<std::string> InMemoryModelResolver::resolve_scenario(const std::string& s
 }
 
 std::optional<ApiError> resolve_model(const std::string& model, const std::string& scenario,
-                                      const std::string& served_name, ModelResolver* resolver,
-                                      const AdapterCache* adapters, ModelChoice* choice) {
+                                      const std::string& served_name, const std::string& base_name,
+                                      ModelResolver* resolver, const AdapterCache* adapters, ModelChoice* choice) {
   choice->scenario = scenario;
   std::string from_model;
-  const bool model_is_base = model.empty() || model == served_name;
+  const bool model_is_base = model.empty() || model == served_name || model == base_name;
   if (!model_is_base) {
     if (adapters == nullptr || !adapters->contains(model)) {
       return ApiError{http::status::not_found,
-                      "The model '" + model + "' does not exist (serving '" + served_name +
-                          "' and its adapters; see GET /v1/models)",
+                      "The model '" + model + "' does not exist on base '" + base_name + "' (serving '" +
+                          served_name + "' and its adapters; see GET /v1/models)",
                       "model", "model_not_found"};
     }
     from_model = model;
@@ -44,7 +44,7 @@ std::optional<ApiError> resolve_model(const std::string& model, const std::strin
     return ApiError{http::status::not_found, "scenario '" + scenario + "' is unknown: no scenario routing is set up",
                     "scenario", "scenario_not_found"};
   }
-  Result<std::string> routed = resolver->resolve_scenario(scenario);
+  Result<std::string> routed = resolver->resolve_scenario(scenario, base_name);
   if (!routed.is_ok()) {
     const bool missing = routed.status().code() == StatusCode::kNotFound;
     return ApiError{missing ? http::status::not_found : http_status_for(routed.status()), routed.status().message(),

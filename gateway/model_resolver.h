@@ -22,19 +22,20 @@ class AdapterCache;
 class ModelResolver {
  public:
   virtual ~ModelResolver() = default;
-  // The adapter serving `scenario` ("" = the base alone); Status::not_found
-  // when the scenario is unknown. Called from many network threads at once:
-  // implementations must be thread-safe.
-  virtual Result<std::string> resolve_scenario(const std::string& scenario) = 0;
+  // The adapter serving `scenario` on base generation `base` ("" = the base
+  // alone); Status::not_found when the scenario is unknown there. Called from
+  // many network threads at once: implementations must be thread-safe.
+  virtual Result<std::string> resolve_scenario(const std::string& scenario, const std::string& base) = 0;
 };
 
+// The same routes on every base generation.
 class InMemoryModelResolver final : public ModelResolver {
  public:
   // Routes `scenario` to `adapter` ("" = the base), replacing any earlier route.
   void set(const std::string& scenario, const std::string& adapter);
   // Returns false when `scenario` was not routed.
   bool remove(const std::string& scenario);
-  Result<std::string> resolve_scenario(const std::string& scenario) override;
+  Result<std::string> resolve_scenario(const std::string& scenario, const std::string& base) override;
 
  private:
   std::mutex mu_;
@@ -47,12 +48,13 @@ struct ModelChoice {
   std::string scenario;  // "" = none named
 };
 
-// `model` may be "" or `served_name` (the base), or a registered adapter's
-// name. A scenario, when named, picks the adapter; a `model` naming a
-// different adapter is then a conflict (400). Unknown names give 404 with
-// param "model" or "scenario". `resolver` and `adapters` may be null.
+// `model` may be "", `served_name` or `base_name` (the base alone), or the
+// name of an adapter registered on that base. A scenario, when named, picks
+// the adapter on that base; a `model` naming a different adapter is then a
+// conflict (400). Unknown names give 404 with param "model" or "scenario".
+// `resolver` and `adapters` may be null.
 std::optional<ApiError> resolve_model(const std::string& model, const std::string& scenario,
-                                      const std::string& served_name, ModelResolver* resolver,
-                                      const AdapterCache* adapters, ModelChoice* choice);
+                                      const std::string& served_name, const std::string& base_name,
+                                      ModelResolver* resolver, const AdapterCache* adapters, ModelChoice* choice);
 
 }  // namespace loragate

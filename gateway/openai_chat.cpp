@@ -14,6 +14,7 @@ json ChatFormat::chunk(json delta, json finish_reason) const {
           {"object", "chat.completion.chunk"},
           {"created", meta_.created},
           {"model", meta_.model},
+          {"system_fingerprint", meta_.system_fingerprint},
           {"choices", json::array({{{"index", 0},
                                     {"delta", std::move(delta)},
                                     {"finish_reason", std::move(finish_reason)},
@@ -27,6 +28,7 @@ json ChatFormat::full(const GenerationResult& result) const {
           {"object", "chat.completion"},
           {"created", meta_.created},
           {"model", meta_.model},
+          {"system_fingerprint", meta_.system_fingerprint},
           {"choices", json::array({{{"index", 0},
                                     {"message", {{"role", "assistant"}, {"content", result.text}}},
                                     {"finish_reason", openai_finish_reason(result.finish_reason)},
@@ -152,32 +154,47 @@ void handle_chat_completions(const ApiContext& ctx, const std::shared_ptr<Exchan
   if (auto err = read_bool(body, "add_generation_prompt", &add_generation_prompt)) {
     return exchange->respond(err->to_response());
   }
-  const Engine& engine = ctx.loop->engine();
-  if (engine.tokenizer() == nullptr || ctx.chat_template == nullptr) {
+  if (body.contains("prompt_logprobs") && !body["prompt_logprobs"].is_null()) {
+    return exchange->respond(
+        bad_request("prompt_logprobs is supported on /v1/completions only", "prompt_logprobs").to_response());
+  }
+  const ServingBase& base = *req.base;
+  const Engine& engine = base.engine();
+  if (engine.tokenizer() == nullptr) {
     return exchange->respond(
         bad_request("this model has no tokenizer: use /v1/completions with token ids", "messages").to_response());
   }
-  Result<std::string> text = ctx.chat_template->render(messages, add_generation_prompt, vars);
+  Result<std::string> text = base.chat_template().render(messages, add_generation_prompt, vars);
   if (!text.is_ok()) {
     return exchange->respond(error_response(http_status_for(text.status(), /*about_size=*/true),
                                             "chat template: " + text.status().message(), "messages"));
   }
 
   GenerationCall call;
+  call.base = req.base;
   call.request.prompt_ids = engine.tokenizer()->encode(text.value(), /*add_special_tokens=*/false);
   call.request.params = req.fields.params;
   if (auto err = read_chat_logprobs(body, req.fields.stream, &call.request.params.logprobs)) {
     return exchange->respond(err->to_response());
   }
   if (call.request.params.max_tokens < 0) {  // OpenAI's default: as much as the context leaves
-    const int64_t room = engine.max_model_len() - static_cast<int64_t>(call.request.prompt_ids.size());
-    call.request.params.max_tokens = static_cast<int32_t>(std::max<int64_t>(room, 0));
+    const int64_t prompt = static_cast<int64_t>(call.request.prompt_ids.size());
+    const int64_t room = engine.max_model_len() - prompt;
+    if (room <= 0) {  // else it would answer 200 with nothing generated
+      return exchange->respond(bad_request("the rendered prompt is " + std::to_string(prompt) +
+                                               " tokens: no room left to generate within the model length of " +
+                                               std::to_string(engine.max_model_len()),
+                                           "messages")
+                                   .to_response());
+    }
+    call.request.params.max_tokens = static_cast<int32_t>(room);
   }
   call.request.adapter = req.choice.adapter;
   call.stream = req.fields.stream;
   call.include_usage = req.fields.include_usage;
   call.format = std::make_shared<ChatFormat>(
-      CompletionMeta{make_response_id("chatcmpl-", exchange->record().id), unix_now(), req.response_model},
+      CompletionMeta{make_response_id("chatcmpl-", exchange->record().id), unix_now(), req.response_model,
+                     base.fingerprint()},
       engine.tokenizer());
   ctx.runner->run(exchange, std::move(call));
 }

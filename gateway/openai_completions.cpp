@@ -1,5 +1,7 @@
 #include "gateway/openai_completions.h"
 
+#include <algorithm>
+
 #include "gateway/logprobs_format.h"
 
 namespace loragate {
@@ -7,17 +9,25 @@ namespace loragate {
 using nlohmann::json;
 
 json CompletionFormat::chunk(json choices) const {
-  return {{"id", meta_.id}, {"object", "text_completion"}, {"created", meta_.created}, {"model", meta_.model},
-          {"choices", std::move(choices)}};
+  return {{"id", meta_.id},           {"object", "text_completion"},
+          {"created", meta_.created}, {"model", meta_.model},
+          {"system_fingerprint", meta_.system_fingerprint}, {"choices", std::move(choices)}};
 }
 
 json CompletionFormat::full(const GenerationResult& result) const {
   json logprobs = nullptr;
-  if (tokenizer_ != nullptr && !result.logprobs.empty()) logprobs = completion_logprobs(*tokenizer_, result);
-  json body = chunk(json::array({{{"index", 0},
-                                  {"text", result.text},
-                                  {"finish_reason", openai_finish_reason(result.finish_reason)},
-                                  {"logprobs", std::move(logprobs)}}}));
+  const bool echo_logprobs = extras_.echo && !result.prompt_logprobs.empty();
+  if (tokenizer_ != nullptr && (!result.logprobs.empty() || echo_logprobs)) {
+    logprobs = completion_logprobs(*tokenizer_, result, echo_logprobs);
+  }
+  json choice = {{"index", 0},
+                 {"text", extras_.echo ? extras_.prompt_text + result.text : result.text},
+                 {"finish_reason", openai_finish_reason(result.finish_reason)},
+                 {"logprobs", std::move(logprobs)}};
+  if (extras_.vllm_prompt_logprobs && tokenizer_ != nullptr) {
+    choice["prompt_logprobs"] = vllm_prompt_logprobs(*tokenizer_, result);
+  }
+  json body = chunk(json::array({std::move(choice)}));
   body["usage"] = usage_json(result);
   return body;
 }
@@ -97,24 +107,55 @@ void handle_completions(const ApiContext& ctx, const std::shared_ptr<Exchange>& 
   }
   bool echo = false;
   if (auto err = read_bool(body, "echo", &echo)) return exchange->respond(err->to_response());
-  if (echo) return exchange->respond(bad_request("echo is not supported yet", "echo").to_response());
+  if (echo && req.fields.stream) {
+    return exchange->respond(bad_request("echo with stream is not supported yet", "echo").to_response());
+  }
+  int64_t prompt_logprobs = -1;
+  if (auto err = read_int(body, "prompt_logprobs", 0, 20, "an integer from 0 to 20", &prompt_logprobs)) {
+    return exchange->respond(err->to_response());
+  }
+  if (prompt_logprobs >= 0 && req.fields.stream) {
+    return exchange->respond(bad_request("prompt_logprobs with stream is not supported yet", "prompt_logprobs").to_response());
+  }
   std::string suffix;
   if (auto err = read_string(body, "suffix", &suffix)) return exchange->respond(err->to_response());
   if (!suffix.empty()) return exchange->respond(bad_request("suffix is not supported yet", "suffix").to_response());
 
+  const Tokenizer* tokenizer = req.base->tokenizer();
   GenerationCall call;
-  if (auto err = read_completion_prompt(body, ctx.loop->engine().tokenizer(), &call.request.prompt_ids)) {
+  call.base = req.base;
+  if (auto err = read_completion_prompt(body, tokenizer, &call.request.prompt_ids)) {
     return exchange->respond(err->to_response());
   }
   call.request.params = req.fields.params;
   call.request.params.logprobs = static_cast<int32_t>(logprobs);
   if (call.request.params.max_tokens < 0) call.request.params.max_tokens = 16;  // OpenAI's default
+  // Scoring the prompt: every token after the first (nothing predicts the first).
+  const int64_t score_top = std::max(prompt_logprobs, echo ? logprobs : -1);
+  if (score_top >= 0 && call.request.prompt_ids.size() >= 2) {
+    call.request.prompt_logprobs = static_cast<int32_t>(score_top);
+    call.request.score_from = 1;
+  }
+  CompletionExtras extras;
+  extras.echo = echo;
+  extras.vllm_prompt_logprobs = prompt_logprobs >= 0;
+  if (echo) {
+    const json& prompt = body["prompt"];
+    if (prompt.is_string()) {
+      extras.prompt_text = prompt.get<std::string>();
+    } else if (prompt.is_array() && prompt.size() == 1 && prompt[0].is_string()) {
+      extras.prompt_text = prompt[0].get<std::string>();
+    } else if (tokenizer != nullptr) {
+      extras.prompt_text = tokenizer->decode(call.request.prompt_ids, /*skip_special_tokens=*/true);
+    }
+  }
   call.request.adapter = req.choice.adapter;
   call.stream = req.fields.stream;
   call.include_usage = req.fields.include_usage;
   call.format = std::make_shared<CompletionFormat>(
-      CompletionMeta{make_response_id("cmpl-", exchange->record().id), unix_now(), req.response_model},
-      ctx.loop->engine().tokenizer());
+      CompletionMeta{make_response_id("cmpl-", exchange->record().id), unix_now(), req.response_model,
+                     req.base->fingerprint()},
+      tokenizer, std::move(extras));
   ctx.runner->run(exchange, std::move(call));
 }
 

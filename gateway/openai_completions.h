@@ -2,7 +2,13 @@
 // out, whole or as server-sent events.
 //
 //   {"id":"cmpl-…","object":"text_completion","created":…,"model":…,
+//    "system_fingerprint":"<base>-<sha8>",
 //    "choices":[{"index":0,"text":…,"finish_reason":"length"|"stop","logprobs":null}],
+//
+// `echo: true` puts the prompt before the text (with `logprobs`, the prompt's
+// tokens and their log-probabilities come first, the first one null): with
+// `max_tokens: 0` that scores a given text, OpenAI's legacy way. vLLM's
+// `prompt_logprobs: k` adds each prompt token's logprob and k alternatives.
 //    "usage":{"prompt_tokens","completion_tokens","total_tokens"}}
 #pragma once
 
@@ -18,11 +24,18 @@
 
 namespace loragate {
 
+// What a completion's answer carries besides the generated text.
+struct CompletionExtras {
+  bool echo = false;              // the prompt comes first in text (and in logprobs)
+  std::string prompt_text;        // what echo prepends
+  bool vllm_prompt_logprobs = false;  // choices[0].prompt_logprobs
+};
+
 class CompletionFormat final : public ResponseFormat {
  public:
   // `tokenizer` renders logprobs (when the result has them); may be null.
-  explicit CompletionFormat(CompletionMeta meta, const Tokenizer* tokenizer = nullptr)
-      : meta_(std::move(meta)), tokenizer_(tokenizer) {}
+  explicit CompletionFormat(CompletionMeta meta, const Tokenizer* tokenizer = nullptr, CompletionExtras extras = {})
+      : meta_(std::move(meta)), tokenizer_(tokenizer), extras_(std::move(extras)) {}
   nlohmann::json full(const GenerationResult& result) const override;
   nlohmann::json delta(std::string_view text) const override;
   nlohmann::json finish(std::string_view text, std::string_view finish_reason) const override;
@@ -32,6 +45,7 @@ class CompletionFormat final : public ResponseFormat {
   nlohmann::json chunk(nlohmann::json choices) const;
   CompletionMeta meta_;
   const Tokenizer* tokenizer_;
+  CompletionExtras extras_;
 };
 
 // `prompt`: a string, a list of one string, a list of token ids, or a list of

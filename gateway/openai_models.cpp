@@ -8,25 +8,25 @@ namespace loragate {
 using nlohmann::json;
 
 json models_list(const ApiContext& ctx) {
-  const Engine& engine = ctx.loop->engine();
   json data = json::array();
+  const std::shared_ptr<ServingBase> base = ctx.bases->serving();
+  if (base == nullptr) return {{"object", "list"}, {"data", std::move(data)}};
+  const int64_t max_len = base->engine().max_model_len();
   data.push_back({{"id", ctx.served_model_name},
                   {"object", "model"},
                   {"created", ctx.started_unix},
                   {"owned_by", "loragate"},
-                  {"root", ctx.served_model_name},
+                  {"root", base->name()},
                   {"parent", nullptr},
-                  {"max_model_len", engine.max_model_len()}});
-  if (const AdapterCache* adapters = engine.adapters()) {
-    for (const AdapterInfo& info : adapters->list()) {
-      data.push_back({{"id", info.name},
-                      {"object", "model"},
-                      {"created", ctx.started_unix},
-                      {"owned_by", "loragate"},
-                      {"root", info.name},
-                      {"parent", ctx.served_model_name},
-                      {"max_model_len", engine.max_model_len()}});
-    }
+                  {"max_model_len", max_len}});
+  for (const AdapterInfo& info : base->adapters()->list()) {
+    data.push_back({{"id", info.name},
+                    {"object", "model"},
+                    {"created", ctx.started_unix},
+                    {"owned_by", "loragate"},
+                    {"root", info.name},
+                    {"parent", ctx.served_model_name},
+                    {"max_model_len", max_len}});
   }
   return {{"object", "list"}, {"data", std::move(data)}};
 }

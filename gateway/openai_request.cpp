@@ -1,6 +1,28 @@
 #include "gateway/openai_request.h"
 
+#include "gateway/admin_auth.h"
+
 namespace loragate {
+
+std::optional<ApiError> capture_base(const ApiContext& ctx, const HttpRequest& request,
+                                     std::shared_ptr<ServingBase>* out) {
+  auto header = request.find("X-Base");
+  if (header == request.end() || header->value().empty()) {
+    *out = ctx.bases->serving();
+    if (*out == nullptr) {
+      return ApiError{http::status::service_unavailable, "no base model is serving yet", "", "service_unavailable"};
+    }
+    return std::nullopt;
+  }
+  if (auto denied = check_admin_token(request, ctx.admin_token)) {
+    denied->message = "X-Base: " + denied->message;
+    return denied;
+  }
+  Result<std::shared_ptr<ServingBase>> found = ctx.bases->find(std::string(header->value()));
+  if (!found.is_ok()) return ApiError{http_status_for(found.status()), found.status().message(), "X-Base", ""};
+  *out = std::move(found).value();
+  return std::nullopt;
+}
 
 std::optional<ApiError> read_openai_request(const ApiContext& ctx, Exchange& exchange, bool chat, OpenAiRequest* out) {
   if (auto err = parse_json_object(exchange.request().body(), &out->body)) return err;
@@ -11,8 +33,10 @@ std::optional<ApiError> read_openai_request(const ApiContext& ctx, Exchange& exc
   RequestRecord& record = exchange.record();
   record.model = out->fields.model;
   record.scenario = scenario;
-  if (auto err = resolve_model(out->fields.model, scenario, ctx.served_model_name, ctx.resolver,
-                               ctx.loop->engine().adapters(), &out->choice)) {
+  if (auto err = capture_base(ctx, exchange.request(), &out->base)) return err;
+  record.base = out->base->name();
+  if (auto err = resolve_model(out->fields.model, scenario, ctx.served_model_name, out->base->name(), ctx.resolver,
+                               out->base->adapters(), &out->choice)) {
     return err;
   }
   record.adapter = out->choice.adapter;

@@ -1,7 +1,8 @@
 // ApiContext and the first steps every OpenAI generation route takes: parse
-// the JSON body, read the shared fields, pick the adapter from `model` and
-// the scenario (X-Scenario header, else the `scenario` field), and note them
-// in the request record.
+// the JSON body, read the shared fields, capture the base generation the
+// request runs on (the serving one, or the one an admin names with X-Base),
+// pick the adapter from `model` and the scenario (X-Scenario header, else the
+// `scenario` field) on that base, and note them in the request record.
 #pragma once
 
 #include <memory>
@@ -10,8 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "chat/chat_template.h"
-#include "engine/engine_loop.h"
+#include "bases/base_set.h"
 #include "gateway/generation_runner.h"
 #include "gateway/http_exchange.h"
 #include "gateway/model_resolver.h"
@@ -21,11 +21,11 @@ namespace loragate {
 
 // What the OpenAI routes share; owned by the Gateway, outlives every exchange.
 struct ApiContext {
-  EngineLoop* loop = nullptr;
-  std::string served_model_name;
+  BaseSet* bases = nullptr;
+  std::string served_model_name;            // names the serving base, whichever generation it is
   ModelResolver* resolver = nullptr;        // may be null: scenarios then 404
   GenerationRunner* runner = nullptr;
-  const ChatTemplate* chat_template = nullptr;
+  std::string admin_token;                  // X-Base needs it; "" = X-Base refused
   int64_t started_unix = 0;                 // "created" of the models in /v1/models
 };
 
@@ -33,10 +33,17 @@ struct ApiContext {
 struct OpenAiRequest {
   nlohmann::json body;
   CommonFields fields;
+  std::shared_ptr<ServingBase> base;  // captured here; the request finishes on it
   ModelChoice choice;
   std::string response_model;  // `model` echoed in responses (the served name when absent)
 };
 
 std::optional<ApiError> read_openai_request(const ApiContext& ctx, Exchange& exchange, bool chat, OpenAiRequest* out);
+
+// The serving base, or the base an admin names with X-Base; 503 before any
+// base serves, 401/403 for X-Base without the admin token, 404/409 for a base
+// that is not loaded or not ready.
+std::optional<ApiError> capture_base(const ApiContext& ctx, const HttpRequest& request,
+                                     std::shared_ptr<ServingBase>* out);
 
 }  // namespace loragate

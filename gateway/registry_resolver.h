@@ -1,5 +1,6 @@
-// RegistryModelResolver: resolves scenarios through the SQLite registry for
-// the base model now served. Thread-safe (the registry serialises calls).
+// RegistryModelResolver: resolves scenarios through the SQLite registry, on
+// the base generation a request runs on. Thread-safe (the registry
+// serialises calls).
 #pragma once
 
 #include <string>
@@ -11,15 +12,13 @@ namespace loragate {
 
 class RegistryModelResolver final : public ModelResolver {
  public:
-  RegistryModelResolver(Registry* registry, std::string base_model)
-      : registry_(registry), base_model_(std::move(base_model)) {}
-  Result<std::string> resolve_scenario(const std::string& scenario) override {
-    return registry_->resolve_scenario(scenario, base_model_);
+  explicit RegistryModelResolver(Registry* registry) : registry_(registry) {}
+  Result<std::string> resolve_scenario(const std::string& scenario, const std::string& base) override {
+    return registry_->resolve_scenario(scenario, base);
   }
 
  private:
   Registry* registry_;
-  std::string base_model_;
 };
 
 }  // namespace loragate

@@ -17,6 +17,7 @@ std::string format_request_log(const RequestRecord& r) {
                 {"id", r.id},
                 {"method", r.method},
                 {"path", r.path},
+                {"base", r.base},
                 {"adapter", r.adapter},
                 {"scenario", r.scenario},
                 {"status", r.status},

@@ -21,6 +21,7 @@ struct RequestRecord {
   std::string model;                // `model` as the client sent it
   std::string adapter;              // the adapter that served it; "" = the base alone
   std::string scenario;             // the scenario it named; "" = none
+  std::string base;                 // the base generation that served it; "" = none resolved
   int status = 0;                   // HTTP status; 499 when the client went away first
   bool streamed = false;            // answered with server-sent events
   int64_t prompt_tokens = 0;

@@ -20,6 +20,7 @@ struct CompletionMeta {
   std::string id;        // "cmpl-..." or "chatcmpl-..."
   int64_t created = 0;   // unix seconds
   std::string model;     // the model name the client asked for (or the served name)
+  std::string system_fingerprint;  // "<base>-<sha8>": which base generation answered
 };
 
 class ResponseFormat {

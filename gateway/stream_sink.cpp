@@ -6,12 +6,13 @@
 namespace loragate {
 
 StreamSink::StreamSink(std::shared_ptr<Exchange> exchange, std::shared_ptr<const ResponseFormat> format, bool stream,
-                       bool include_usage, GenerationRunner* runner)
+                       bool include_usage, GenerationRunner* runner, std::shared_ptr<ServingBase> base)
     : exchange_(std::move(exchange)),
       format_(std::move(format)),
       stream_(stream),
       include_usage_(include_usage),
-      runner_(runner) {}
+      runner_(runner),
+      base_(std::move(base)) {}
 
 void StreamSink::set_id(int64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -21,6 +22,11 @@ void StreamSink::set_id(int64_t id) {
 int64_t StreamSink::id() const {
   std::lock_guard<std::mutex> lock(mu_);
   return id_;
+}
+
+void StreamSink::cancel() {
+  const int64_t request = id();
+  if (request > 0) base_->loop().cancel(request);
 }
 
 void StreamSink::detach() {

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 
+#include "bases/serving_base.h"
 #include "engine/engine.h"
 #include "engine/request_sink.h"
 #include "gateway/http_exchange.h"
@@ -27,11 +28,14 @@ class GenerationRunner;
 class StreamSink final : public RequestSink, public std::enable_shared_from_this<StreamSink> {
  public:
   StreamSink(std::shared_ptr<Exchange> exchange, std::shared_ptr<const ResponseFormat> format, bool stream,
-             bool include_usage, GenerationRunner* runner);
+             bool include_usage, GenerationRunner* runner, std::shared_ptr<ServingBase> base);
 
   // The engine's id for this request (0 until submit returned).
   void set_id(int64_t id);
   int64_t id() const;
+  // Cancels the engine request (once submitted).
+  void cancel();
+  ServingBase& base() const { return *base_; }
   // From now on nothing is posted to the exchange's strand, and the exchange
   // (with its session) is let go. For after the network threads are joined.
   void detach();
@@ -50,6 +54,7 @@ class StreamSink final : public RequestSink, public std::enable_shared_from_this
   const bool stream_;
   const bool include_usage_;
   GenerationRunner* const runner_;
+  const std::shared_ptr<ServingBase> base_;  // keeps the base (and its loop) alive until the end
 
   mutable std::mutex mu_;
   int64_t id_ = 0;         // guarded by mu_

@@ -7,6 +7,8 @@ namespace loragate {
 namespace {
 
 constexpr size_t kMaxNameLength = 256;
+constexpr size_t kMaxDtypeLength = 32;
+constexpr size_t kMaxActorLength = 256;
 
 // 's', built by appends: GCC 12 misreports "'" + s as an overlapping memcpy.
 std::string in_quotes(std::string_view s) {
@@ -27,19 +29,24 @@ bool is_lower_hex(std::string_view s) {
 
 const char* base_model_state_name(BaseModelState state) {
   switch (state) {
-    case BaseModelState::kOnline: return "online";
+    case BaseModelState::kLoading: return "loading";
     case BaseModelState::kCandidate: return "candidate";
+    case BaseModelState::kServing: return "serving";
+    case BaseModelState::kPrevious: return "previous";
+    case BaseModelState::kFailed: return "failed";
     case BaseModelState::kRetired: return "retired";
   }
   return "unknown";
 }
 
 Result<BaseModelState> parse_base_model_state(std::string_view name) {
-  for (BaseModelState s : {BaseModelState::kOnline, BaseModelState::kCandidate, BaseModelState::kRetired}) {
+  for (BaseModelState s : {BaseModelState::kLoading, BaseModelState::kCandidate, BaseModelState::kServing,
+                           BaseModelState::kPrevious, BaseModelState::kFailed, BaseModelState::kRetired}) {
     if (name == base_model_state_name(s)) return s;
   }
+  if (name == "online") return BaseModelState::kServing;  // its name before schema version 3
   return Status::invalid_argument("unknown base model state " + in_quotes(name) +
-                                  " (expected online, candidate or retired)");
+                                  " (expected loading, candidate, serving, previous, failed or retired)");
 }
 
 const char* adapter_state_name(AdapterState state) {
@@ -77,7 +84,23 @@ Status validate_name(std::string_view what, std::string_view name, bool allow_sl
 
 Status validate(const BaseModelRecord& record) {
   LG_RETURN_IF_ERROR(validate_name("base model name", record.name, /*allow_slash=*/true));
-  if (record.path.empty()) return Status::invalid_argument("base model " + in_quotes(record.name) + " has no path");
+  const std::string who = "base model " + in_quotes(record.name);
+  if (record.path.empty()) return Status::invalid_argument(who + " has no path");
+  if (record.dtype.empty()) return Status::invalid_argument(who + " has no dtype (e.g. f32 or bf16)");
+  if (record.dtype.size() > kMaxDtypeLength) {
+    return Status::invalid_argument(who + ": dtype " + in_quotes(record.dtype.substr(0, 32)) +
+                                    "... is longer than " + std::to_string(kMaxDtypeLength) + " characters");
+  }
+  for (char c : record.dtype) {
+    if (!(c > ' ' && c < 0x7f)) {
+      return Status::invalid_argument(who + ": dtype " + in_quotes(record.dtype) +
+                                      " may hold only printable ASCII without spaces");
+    }
+  }
+  if (!record.sha256.empty() && (record.sha256.size() != 64 || !is_lower_hex(record.sha256))) {
+    return Status::invalid_argument(who + ": sha256 " + in_quotes(record.sha256) +
+                                    " is not 64 lowercase hex characters");
+  }
   return Status::ok();
 }
 
@@ -99,6 +122,24 @@ Status validate(const AdapterRecord& record) {
   }
   if (record.size_bytes < 0) {
     return Status::invalid_argument(who + ": size_bytes " + std::to_string(record.size_bytes) + " is negative");
+  }
+  return Status::ok();
+}
+
+Status validate(const SwapRecord& record) {
+  LG_RETURN_IF_ERROR(validate_name("base model name", record.to_base, /*allow_slash=*/true)
+                         .with_context("swap to base model " + in_quotes(record.to_base)));
+  const std::string who = "swap to base model " + in_quotes(record.to_base);
+  if (!record.from_base.empty()) {
+    LG_RETURN_IF_ERROR(validate_name("base model name", record.from_base, /*allow_slash=*/true).with_context(who));
+  }
+  if (record.kind != kSwapKindPromote && record.kind != kSwapKindRollback) {
+    return Status::invalid_argument(who + ": kind " + in_quotes(record.kind) + " is not promote or rollback");
+  }
+  if (record.actor.empty()) return Status::invalid_argument(who + " has no actor (who is swapping)");
+  if (record.actor.size() > kMaxActorLength) {
+    return Status::invalid_argument(who + ": actor " + in_quotes(record.actor.substr(0, 32)) +
+                                    "... is longer than " + std::to_string(kMaxActorLength) + " characters");
   }
   return Status::ok();
 }

@@ -1,6 +1,6 @@
-// The plain values the registry stores and returns: base models, adapters and
-// scenarios, their states, and the checks every record passes before it is
-// written. Copyable structs with no behaviour beyond validation; safe to use
+// The plain values the registry stores and returns: base models, adapters,
+// scenarios and base-model swaps, their states, and the checks every record
+// passes before it is written. Copyable structs with no behaviour beyond validation; safe to use
 // from any thread.
 #pragma once
 
@@ -13,13 +13,21 @@
 
 namespace loragate {
 
-// Where a base model stands in a base-model swap.
+// Where a base model generation stands in the base-model swaps.
+// Registry::record_swap moves bases between kServing, kPrevious and
+// kCandidate; Registry::set_base_state moves them anywhere but kServing.
 enum class BaseModelState {
-  kOnline,     // serving traffic
-  kCandidate,  // loaded for evaluation against the online base
+  kLoading,    // registered; its weights are being loaded or converted
+  kCandidate,  // loaded, for evaluation against the serving base; may be promoted
+  kServing,    // takes traffic; exactly one base after any record_swap
+  kPrevious,   // served before the last swap: the rollback target
+  kFailed,     // failed to load or verify; BaseModelRecord::error says why
   kRetired,    // no longer served; kept so its adapters and history stay
 };
-const char* base_model_state_name(BaseModelState state);  // "online", "candidate", "retired"
+// "loading", "candidate", "serving", "previous", "failed", "retired".
+const char* base_model_state_name(BaseModelState state);
+// The inverse of base_model_state_name; also reads "online", the name of
+// kServing in files written before schema version 3.
 Result<BaseModelState> parse_base_model_state(std::string_view name);
 
 enum class AdapterState {
@@ -33,13 +41,19 @@ Result<AdapterState> parse_adapter_state(std::string_view name);
 struct BaseModelRecord {
   std::string name;  // unique key, e.g. "qwen2-0.5b"; printable, no spaces
   std::string path;  // the Hugging Face model directory
-  BaseModelState state = BaseModelState::kOnline;
+  BaseModelState state = BaseModelState::kServing;
+  std::string dtype = "f32";  // weight storage: "f32", "bf16" or another short token (1..32 printable, no spaces)
+  std::string sha256;         // identity of the weight files: 64 lowercase hex, or "" if unknown
+  std::string error;          // why it failed when state is kFailed; stored as "" in any other state
   int64_t created_at = 0;  // unix seconds, set by the registry
   int64_t updated_at = 0;  // unix seconds, set by the registry
 };
 
 struct AdapterRecord {
-  std::string name;        // unique key across all bases; printable, no spaces or '/'
+  // A tenant's handle for the adapter: unique per base model, so the same
+  // name on two bases is two records (the adapter retrained for each base).
+  // (name, base_model) is the key. Printable, no spaces or '/'.
+  std::string name;
   std::string base_model;  // a registered base model's name
   std::string path;        // the PEFT adapter directory
   int64_t rank = 0;        // LoRA r, > 0
@@ -61,6 +75,23 @@ struct ScenarioRecord {
   int64_t updated_at = 0;  // unix seconds, set by the registry
 };
 
+// SwapRecord::kind values.
+inline constexpr const char* kSwapKindPromote = "promote";
+inline constexpr const char* kSwapKindRollback = "rollback";
+
+// One base-model swap, as history: which base started serving, from which,
+// who did it and how. Bases are named as text, so history outlives them.
+struct SwapRecord {
+  int64_t id = 0;          // increasing with each swap; set by the registry
+  int64_t at = 0;          // unix seconds, set by the registry
+  std::string actor;       // who swapped (admin user, "cli", ...): 1..256 characters
+  std::string from_base;   // the base that served before; "" for the first base
+  std::string to_base;     // the base that serves now: a registered base model's name
+  std::string kind = "promote";  // "promote" (a candidate goes live) or "rollback" (the previous base returns)
+  bool forced = false;     // swapped although a check (evaluation, missing adapters) did not pass
+  std::string note;        // free text, e.g. what was missing when forced
+};
+
 // invalid_argument naming `what` ("adapter name") unless `name` is 1..256
 // printable ASCII characters without spaces (and without '/' when
 // `allow_slash` is false: adapter and scenario names appear in URL paths).
@@ -69,5 +100,6 @@ Status validate_name(std::string_view what, std::string_view name, bool allow_sl
 // invalid_argument naming the record and the field that is wrong.
 Status validate(const BaseModelRecord& record);
 Status validate(const AdapterRecord& record);
+Status validate(const SwapRecord& record);
 
 }  // namespace loragate

@@ -1,25 +1,36 @@
-// Registry: the persistent record of what loragate serves — base models, the
-// LoRA adapters registered on them, and the scenarios that route a tenant's
-// use case to one adapter of one base. The gateway's admin routes write it
-// and every registration is restored from it at server start.
+// Registry: the persistent record of what loragate serves — the base model
+// generations (one serving, others loading, candidate, previous, failed or
+// retired), the LoRA adapters registered on each, the scenarios that route a
+// tenant's use case to one adapter of one base, and the history of base
+// swaps. The gateway's admin routes write it and every registration is
+// restored from it at server start.
 //
 // The interface is narrow and speaks only in plain records (records.h) so
 // that the storage can change — SQLite today (Registry::open), a shared SQL
 // server when loragate runs as replicas — without touching the callers.
 //
 // Rules the registry enforces, whatever the storage:
-//   - base model names, adapter names, and (scenario, base model) pairs are
-//     unique;
-//   - an adapter belongs to one registered base model;
+//   - base model names are unique; an adapter name is a tenant's handle
+//     across bases, unique per base model: adapters are keyed by (name,
+//     base_model), and so are scenarios;
+//   - an adapter belongs to one registered base model, which is not retired
+//     or failed when the adapter is added;
 //   - a scenario points at a ready adapter of its own base model;
 //   - an adapter that a scenario uses cannot be removed (or marked removing):
 //     the error names the scenarios;
+//   - only record_swap moves a base into serving (set_base_state refuses);
+//     after any record_swap exactly one base is serving, the base(s) that
+//     served before it are previous (the rollback target) and any earlier
+//     previous base is candidate again. upsert_base_model writes the state it
+//     is given, so start-up may register its base as serving;
+//   - every swap is kept in the history, newest first in list_swaps;
 //   - every write is one transaction: readers see all of it or none of it.
 //
 // Errors: invalid_argument (malformed record, duplicate name, a rule above),
-// not_found (the name does not exist; the message names it), corrupt (the
-// stored data is unreadable), io_error / resource_exhausted (the storage
-// failed or stayed locked), unsupported (a schema newer than this build).
+// not_found (the name does not exist; the message names it and its base),
+// corrupt (the stored data is unreadable), io_error / resource_exhausted (the
+// storage failed or stayed locked), unsupported (a schema newer than this
+// build).
 //
 // Ownership: open() returns the only owner. Thread-safety: every method may
 // be called from any thread at any time. The SQLite registry serialises calls
@@ -30,6 +41,7 @@
 // snapshots and a 5 s busy timeout.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,31 +66,53 @@ class Registry {
   virtual ~Registry() = default;
 
   // --- base models ---
-  // Adds the base model, or updates the path and state of the one with this
-  // name (keeping its created_at). Returns the stored record.
+  // Adds the base model, or updates the path, state, dtype, sha256 and error
+  // of the one with this name (keeping its created_at). `error` is stored
+  // only when the state is kFailed ("" otherwise). Returns the stored record.
   virtual Result<BaseModelRecord> upsert_base_model(const BaseModelRecord& record) = 0;
   virtual Result<BaseModelRecord> get_base_model(const std::string& name) = 0;
   // Every base model, by name.
   virtual Result<std::vector<BaseModelRecord>> list_base_models() = 0;
+  // Moves base `name` to `state` with `error` (kept only for kFailed; ""
+  // otherwise). not_found when the base is unknown. Refuses kServing
+  // (invalid_argument): only record_swap makes a base serving.
+  virtual Status set_base_state(const std::string& name, BaseModelState state, const std::string& error = "") = 0;
 
-  // --- adapters ---
+  // --- base swaps ---
+  // One transaction: swap.to_base becomes serving (it stays serving when it
+  // already was); every other serving base becomes previous; every other
+  // base that was previous becomes candidate; the swap is added to the
+  // history with its id and `at` set here. swap.from_base is stored as given.
+  // not_found when to_base is not registered; invalid_argument when it is
+  // loading, failed or retired, or the record is malformed (records.h).
+  // Returns the stored row.
+  virtual Result<SwapRecord> record_swap(const SwapRecord& swap) = 0;
+  // The most recent swaps first, at most `limit` (>= 1, else invalid_argument).
+  virtual Result<std::vector<SwapRecord>> list_swaps(int64_t limit = 100) = 0;
+
+  // --- adapters: keyed by (name, base_model) ---
   // Registers a new adapter on a registered base model; created_at and
-  // updated_at are set here. Returns the stored record. A taken name is
-  // invalid_argument ("adapter 'x' already exists"); an unknown base model
-  // not_found.
+  // updated_at are set here. Returns the stored record. A taken (name, base)
+  // is invalid_argument ("adapter 'x' already exists on base model 'b'"); an
+  // unknown base model not_found; a retired or failed one invalid_argument.
+  // The same name on another base is a separate adapter.
   virtual Result<AdapterRecord> add_adapter(const AdapterRecord& record) = 0;
-  virtual Result<AdapterRecord> get_adapter(const std::string& name) = 0;
-  // The adapters of `base_model` (all adapters when empty), by name.
+  virtual Result<AdapterRecord> get_adapter(const std::string& name, const std::string& base_model) = 0;
+  // The adapters of `base_model` (all adapters when empty), by base model
+  // then name.
   virtual Result<std::vector<AdapterRecord>> list_adapters(const std::string& base_model = "") = 0;
-  // Moves the adapter to `state`. kRemoving is refused while a scenario uses it.
-  virtual Status set_adapter_state(const std::string& name, AdapterState state) = 0;
-  // Deletes the adapter's registration (never its files). Refused while a
-  // scenario uses it.
-  virtual Status remove_adapter(const std::string& name) = 0;
+  // Moves the adapter to `state`. kRemoving is refused while a scenario of
+  // that base uses it.
+  virtual Status set_adapter_state(const std::string& name, const std::string& base_model, AdapterState state) = 0;
+  // Deletes the adapter's registration on that base (never its files, nor
+  // the adapter of the same name on other bases). Refused while a scenario
+  // of that base uses it; the message names the scenarios.
+  virtual Status remove_adapter(const std::string& name, const std::string& base_model) = 0;
 
   // --- scenarios ---
-  // Creates scenario (name, base_model) or repoints it at `adapter`, which
-  // must exist, be ready and belong to `base_model`. Returns the stored record.
+  // Creates scenario (name, base_model) or repoints it at adapter (`adapter`,
+  // base_model), which must exist and be ready (not_found names the other
+  // bases that have an adapter of that name). Returns the stored record.
   virtual Result<ScenarioRecord> set_scenario(const std::string& name, const std::string& base_model,
                                               const std::string& adapter) = 0;
   virtual Status remove_scenario(const std::string& name, const std::string& base_model) = 0;

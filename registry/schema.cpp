@@ -61,6 +61,76 @@ CREATE INDEX adapters_by_base_model ON adapters (base_model);
 CREATE INDEX scenarios_by_adapter ON scenarios (adapter, base_model);
 CREATE INDEX scenarios_by_base_model ON scenarios (base_model);
 )sql"},
+    // Several base generations: an adapter name is a tenant's handle on each
+    // base, so adapters are keyed by (name, base_model). SQLite cannot change
+    // a primary key in place, and foreign_keys cannot be switched off inside
+    // this transaction, so both tables are rebuilt child-last: the new
+    // scenarios references the new adapters, the old tables are dropped child
+    // first (their implicit DELETEs break no key), and the renames (SQLite >=
+    // 3.26 rewrites the references) give the new tables the old names. The
+    // drops take migration 2's indexes with them; they are made again.
+    // base_models gains what a base swap needs, and 'online' is now 'serving'.
+    // base_swaps names bases as text, without foreign keys: the history of
+    // swaps outlives the bases it mentions.
+    {3, R"sql(
+CREATE TABLE adapters_v3 (
+  name            TEXT    NOT NULL CHECK (length(name) > 0),
+  base_model      TEXT    NOT NULL REFERENCES base_models (name) ON DELETE RESTRICT,
+  path            TEXT    NOT NULL CHECK (length(path) > 0),
+  rank            INTEGER NOT NULL CHECK (rank > 0),
+  alpha           REAL    NOT NULL CHECK (alpha > 0),
+  target_modules  TEXT    NOT NULL,         -- JSON array of module names
+  sha256          TEXT    NOT NULL CHECK (length(sha256) IN (0, 64)),  -- of adapter_model.safetensors
+  size_bytes      INTEGER NOT NULL CHECK (size_bytes >= 0),
+  state           TEXT    NOT NULL,         -- 'ready' | 'removing' | 'failed'
+  created_at      INTEGER NOT NULL,
+  updated_at      INTEGER NOT NULL,
+  PRIMARY KEY (name, base_model)            -- also the parent key of scenarios' foreign key
+) STRICT;
+
+CREATE TABLE scenarios_v3 (
+  name        TEXT    NOT NULL CHECK (length(name) > 0),
+  base_model  TEXT    NOT NULL REFERENCES base_models (name) ON DELETE RESTRICT,
+  adapter     TEXT    NOT NULL,
+  created_at  INTEGER NOT NULL,
+  updated_at  INTEGER NOT NULL,
+  PRIMARY KEY (name, base_model),
+  FOREIGN KEY (adapter, base_model) REFERENCES adapters_v3 (name, base_model) ON DELETE RESTRICT
+) STRICT;
+
+INSERT INTO adapters_v3 (name, base_model, path, rank, alpha, target_modules, sha256, size_bytes, state,
+                         created_at, updated_at)
+  SELECT name, base_model, path, rank, alpha, target_modules, sha256, size_bytes, state, created_at, updated_at
+  FROM adapters;
+INSERT INTO scenarios_v3 (name, base_model, adapter, created_at, updated_at)
+  SELECT name, base_model, adapter, created_at, updated_at FROM scenarios;
+
+DROP TABLE scenarios;
+DROP TABLE adapters;
+ALTER TABLE adapters_v3 RENAME TO adapters;
+ALTER TABLE scenarios_v3 RENAME TO scenarios;
+
+CREATE INDEX adapters_by_base_model ON adapters (base_model);
+CREATE INDEX scenarios_by_adapter ON scenarios (adapter, base_model);
+CREATE INDEX scenarios_by_base_model ON scenarios (base_model);
+
+-- state: 'loading' | 'candidate' | 'serving' | 'previous' | 'failed' | 'retired'
+ALTER TABLE base_models ADD COLUMN dtype TEXT NOT NULL DEFAULT 'f32' CHECK (length(dtype) > 0);
+ALTER TABLE base_models ADD COLUMN sha256 TEXT NOT NULL DEFAULT '' CHECK (length(sha256) IN (0, 64));
+ALTER TABLE base_models ADD COLUMN error TEXT NOT NULL DEFAULT '';  -- why it failed, when 'failed'
+UPDATE base_models SET state = 'serving' WHERE state = 'online';
+
+CREATE TABLE base_swaps (
+  id         INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused, so ids order the history
+  at         INTEGER NOT NULL,
+  actor      TEXT    NOT NULL,
+  from_base  TEXT    NOT NULL,                   -- '' for the first base
+  to_base    TEXT    NOT NULL,
+  kind       TEXT    NOT NULL,                   -- 'promote' | 'rollback'
+  forced     INTEGER NOT NULL,                   -- 0 | 1
+  note       TEXT    NOT NULL
+) STRICT;
+)sql"},
 };
 
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kRegistrySchemaVersion,

@@ -14,6 +14,9 @@
 // Versions:
 //   1  base_models, adapters, scenarios
 //   2  indexes on the foreign-key child columns
+//   3  several base generations: adapters keyed by (name, base_model);
+//      base_models.dtype, .sha256, .error; state 'online' renamed 'serving';
+//      base_swaps, the history of base swaps
 //
 // Thread-safety: the functions use the SqliteDb they are given and follow its
 // rules (one thread at a time).
@@ -27,7 +30,7 @@
 namespace loragate {
 
 // The schema version this build writes and understands.
-inline constexpr int64_t kRegistrySchemaVersion = 2;
+inline constexpr int64_t kRegistrySchemaVersion = 3;
 // PRAGMA application_id of every registry file ("LGRG"), so that another
 // program's SQLite database is not mistaken for one.
 inline constexpr int64_t kRegistryApplicationId = 0x4C475247;

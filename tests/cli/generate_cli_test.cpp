@@ -27,6 +27,18 @@ TEST(GenerateCliTest, PrintsTheGoldenIds) {
   EXPECT_EQ(r.out.substr(0, r.out.find('\n')), c.at("outputs").at("base").at("full_text").get<std::string>());
 }
 
+TEST(GenerateCliTest, AnEmptyPromptIsBosAlone) {
+  LG_REQUIRE_SHARED("models/stories260K/model.safetensors");
+  CliRun r = run_cli("generate --model " + testing::shared_dir() + "/models/stories260K --prompt \"\" -n 4 --temperature 0 --ids");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json line = nlohmann::json::parse(last_line(r.out));
+  EXPECT_EQ(line.at("prompt_ids"), nlohmann::json::array({1}));
+  EXPECT_EQ(line.at("generated_ids").size(), 4u);
+  CliRun neither = run_cli("generate --model " + testing::shared_dir() + "/models/stories260K");
+  EXPECT_NE(neither.exit_code, 0);
+  EXPECT_NE(neither.out.find("exactly one of --prompt and --requests"), std::string::npos) << neither.out;
+}
+
 TEST(GenerateCliTest, MissingModelIsAClearError) {
   CliRun r = run_cli("generate --model /nonexistent/model --prompt hi");
   EXPECT_NE(r.exit_code, 0);

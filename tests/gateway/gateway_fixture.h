@@ -1,6 +1,6 @@
-// The fixture of the gateway tests: one stories260K EngineLoop (adapters a,
-// b, c registered) shared by the suite, and a fresh Gateway on an ephemeral
-// loopback port per test.
+// The fixture of the gateway tests: one BaseSet serving stories260K (adapters
+// a, b, c registered) shared by the suite, and a fresh Gateway on an
+// ephemeral loopback port per test.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/engine_loop.h"
+#include "bases/base_set.h"
 #include "gateway/gateway.h"
 #include "tests/gateway/http_test_client.h"
 #include "tests/test_util.h"
@@ -25,21 +25,23 @@ class GatewayTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!shared_exists("models/stories260K/model.safetensors")) return;
-    EngineOptions o;
-    o.max_loras = 4;
-    auto engine = Engine::load(shared_dir() + "/models/stories260K", o);
-    ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+    BaseSetOptions o;
+    o.engine.max_loras = 4;
+    bases_ = new BaseSet(o, /*registry=*/nullptr);
+    Status served = bases_->start_serving({kServed, shared_dir() + "/models/stories260K", DType::kF32}, "test");
+    ASSERT_TRUE(served.is_ok()) << served.to_string();
     for (const char* name : {"a", "b", "c"}) {
-      Status s = engine.value()->adapters()->add(name, shared_dir() + "/models/stories260K-lora/" + name);
+      Status s = bases_->serving()->adapters()->add(name, shared_dir() + "/models/stories260K-lora/" + name);
       ASSERT_TRUE(s.is_ok()) << s.to_string();
     }
-    loop_ = new EngineLoop(std::move(engine).value());
+    loop_ = &bases_->serving()->loop();
     std::ifstream in(shared_dir() + "/models/golden.json");
     golden_ = new nlohmann::json(nlohmann::json::parse(in));
   }
   static void TearDownTestSuite() {
-    delete loop_;
     loop_ = nullptr;
+    delete bases_;
+    bases_ = nullptr;
     delete golden_;
     golden_ = nullptr;
   }
@@ -62,9 +64,8 @@ class GatewayTest : public ::testing::Test {
     GatewayOptions options;
     options.server = server;
     options.served_model_name = kServed;
-    options.model_dir = shared_dir() + "/models/stories260K";
     options.log_requests = log_requests_;
-    auto gw = Gateway::create(options, loop_, &resolver_);
+    auto gw = Gateway::create(options, bases_, &resolver_);
     ASSERT_TRUE(gw.is_ok()) << gw.status().to_string();
     gateway_ = std::move(gw).value();
     if (observer_ != nullptr) gateway_->set_observer(observer_);
@@ -98,7 +99,8 @@ class GatewayTest : public ::testing::Test {
     }
   }
 
-  static inline EngineLoop* loop_ = nullptr;
+  static inline BaseSet* bases_ = nullptr;
+  static inline EngineLoop* loop_ = nullptr;  // the serving base's
   static inline nlohmann::json* golden_ = nullptr;
   InMemoryModelResolver resolver_;
   RequestObserver* observer_ = nullptr;

@@ -216,7 +216,7 @@ TEST_F(GatewayTest, AddedPrefixRoutesAreDispatched) {
   options.server.port = 0;
   options.served_model_name = kServed;
   options.log_requests = false;
-  auto gw = Gateway::create(options, loop_, nullptr);
+  auto gw = Gateway::create(options, bases_, nullptr);
   ASSERT_TRUE(gw.is_ok());
   gw.value()->router().add_prefix(http::verb::get, "/admin/", [](const std::shared_ptr<Exchange>& ex) {
     ex->respond(json_response(http::status::ok, {{"path", ex->record().path}}));

@@ -88,15 +88,16 @@ TEST(ModelResolver, ModelAndScenario) {
   InMemoryModelResolver resolver;
   resolver.set("s", "");
   ModelChoice c;
-  EXPECT_FALSE(resolve_model("", "", "base", &resolver, nullptr, &c).has_value());
+  EXPECT_FALSE(resolve_model("", "", "base", "gen1", &resolver, nullptr, &c).has_value());
   EXPECT_EQ(c.adapter, "");
-  EXPECT_FALSE(resolve_model("base", "s", "base", &resolver, nullptr, &c).has_value());
+  EXPECT_FALSE(resolve_model("base", "s", "base", "gen1", &resolver, nullptr, &c).has_value());
   EXPECT_EQ(c.scenario, "s");
-  auto err = resolve_model("x", "", "base", &resolver, nullptr, &c);  // no adapters at all
+  EXPECT_FALSE(resolve_model("gen1", "", "base", "gen1", &resolver, nullptr, &c).has_value()) << "the base's own name";
+  auto err = resolve_model("x", "", "base", "gen1", &resolver, nullptr, &c);  // no adapters at all
   ASSERT_TRUE(err.has_value());
   EXPECT_EQ(err->status, http::status::not_found);
   EXPECT_EQ(err->param, "model");
-  err = resolve_model("", "t", "base", &resolver, nullptr, &c);
+  err = resolve_model("", "t", "base", "gen1", &resolver, nullptr, &c);
   ASSERT_TRUE(err.has_value());
   EXPECT_EQ(err->param, "scenario");
   EXPECT_TRUE(resolver.remove("s"));

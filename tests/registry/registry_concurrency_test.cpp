@@ -2,6 +2,8 @@
 //   - 8 threads sharing one Registry, and 4 threads each with their own
 //     connection to the same file, adding, repointing, removing and listing:
 //     no lost rows, no duplicates, contested names won exactly once;
+//   - threads swapping between bases while others add adapters to them:
+//     exactly one serving base and a complete swap history at the end;
 //   - a child process that commits, then dies inside an open transaction
 //     whose pages already reached the WAL: reopening shows exactly the
 //     committed rows;
@@ -45,9 +47,9 @@ std::string churn(Registry& reg, int thread, std::atomic<int>* shared_wins) {
     auto scn = reg.set_scenario(scenario_name(thread), "base", mine);
     if (!scn.is_ok()) return "set_scenario: " + scn.status().to_string();
     // The one just pointed at is in use; the previous one is free.
-    if (reg.remove_adapter(mine).code() != StatusCode::kInvalidArgument) return "removed in-use " + mine;
+    if (reg.remove_adapter(mine, "base").code() != StatusCode::kInvalidArgument) return "removed in-use " + mine;
     if (round > 0) {
-      const Status st = reg.remove_adapter(own_name(thread, round - 1));
+      const Status st = reg.remove_adapter(own_name(thread, round - 1), "base");
       if (!st.is_ok()) return "remove previous: " + st.to_string();
     }
     // Every thread races for the same name; exactly one may win.
@@ -143,6 +145,76 @@ TEST_F(RegistryConcurrencyTest, ThreadsWithTheirOwnConnectionsToOneFile) {
   auto reg = Registry::open(path("multi.db"));
   ASSERT_TRUE(reg.is_ok());
   expect_final_state(**reg, kThreads);
+}
+
+// Two threads swap among three bases while two others add adapters named
+// alike on every base; each on its own connection to one file.
+TEST_F(RegistryConcurrencyTest, ConcurrentSwapsLeaveOneServingBase) {
+  const std::vector<std::string> bases = {"v1", "v2", "v3"};
+  {
+    auto reg = Registry::open(path("swaps.db"));
+    ASSERT_TRUE(reg.is_ok()) << reg.status().to_string();
+    for (const std::string& b : bases) {
+      ASSERT_TRUE((*reg)->upsert_base_model(base_model(b, BaseModelState::kCandidate)).is_ok());
+    }
+  }
+  constexpr int kSwappers = 2;
+  constexpr int kAdders = 2;
+  std::vector<std::string> errors(kSwappers + kAdders);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kSwappers + kAdders; ++t) {
+    threads.emplace_back([&, t] {
+      auto reg = Registry::open(path("swaps.db"));
+      if (!reg.is_ok()) {
+        errors[t] = "open: " + reg.status().to_string();
+        return;
+      }
+      for (int round = 0; round < kRounds; ++round) {
+        if (t < kSwappers) {
+          const std::string& to = bases[static_cast<size_t>(round + t) % bases.size()];
+          SwapRecord s = testing::swap_to(to, "", round % 2 ? kSwapKindRollback : kSwapKindPromote);
+          s.actor = numbered("swapper-", t);
+          auto stored = (*reg)->record_swap(s);
+          if (!stored.is_ok()) {
+            errors[t] = "swap: " + stored.status().to_string();
+            return;
+          }
+        } else {
+          for (const std::string& b : bases) {
+            const std::string name = numbered("a", round) + numbered("-", t);
+            auto added = (*reg)->add_adapter(adapter(name, b));
+            if (!added.is_ok()) {
+              errors[t] = "add: " + added.status().to_string();
+              return;
+            }
+          }
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (size_t t = 0; t < errors.size(); ++t) EXPECT_EQ(errors[t], "") << "thread " << t;
+
+  auto reg = Registry::open(path("swaps.db"));
+  ASSERT_TRUE(reg.is_ok());
+  auto listed = (*reg)->list_base_models();
+  ASSERT_TRUE(listed.is_ok());
+  int serving = 0, previous = 0;
+  for (const BaseModelRecord& b : *listed) {
+    serving += b.state == BaseModelState::kServing;
+    previous += b.state == BaseModelState::kPrevious;
+  }
+  EXPECT_EQ(serving, 1);
+  EXPECT_LE(previous, 1);
+  auto swaps = (*reg)->list_swaps(1000);
+  ASSERT_TRUE(swaps.is_ok());
+  ASSERT_EQ(swaps->size(), static_cast<size_t>(kSwappers * kRounds));
+  for (size_t i = 1; i < swaps->size(); ++i) EXPECT_LT((*swaps)[i].id, (*swaps)[i - 1].id);
+  // The newest swap names the base that serves now.
+  EXPECT_EQ((*reg)->get_base_model(swaps->front().to_base)->state, BaseModelState::kServing);
+  for (const std::string& b : bases) {
+    EXPECT_EQ((*reg)->list_adapters(b)->size(), static_cast<size_t>(kAdders * kRounds)) << b;
+  }
 }
 
 int64_t file_size(const std::string& file) {

@@ -1,5 +1,5 @@
 // Helpers shared by the registry tests: a temp directory per test, sample
-// records, and message checks.
+// records (base models, adapters, swaps), and message checks.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -51,11 +51,21 @@ inline std::string numbered(std::string_view prefix, int64_t n) {
 }
 
 inline BaseModelRecord base_model(const std::string& name,
-                                  BaseModelState state = BaseModelState::kOnline) {
+                                  BaseModelState state = BaseModelState::kServing) {
   BaseModelRecord r;
   r.name = name;
   r.path = "/models/" + name;
   r.state = state;
+  return r;
+}
+
+inline SwapRecord swap_to(const std::string& to_base, const std::string& from_base,
+                          const char* kind = kSwapKindPromote) {
+  SwapRecord r;
+  r.actor = "admin";
+  r.from_base = from_base;
+  r.to_base = to_base;
+  r.kind = kind;
   return r;
 }
 

@@ -100,9 +100,9 @@ TEST_F(ServeE2eTest, RegisterUseListUnregisterAndRestart) {
   EXPECT_EQ(call(url, "POST", "/v1/completions", completion("a")).status, 404);
 
   auto metrics = call(url, "GET", "/metrics", nullptr, false);
-  EXPECT_NE(metrics.body.find("loragate_requests_total{adapter=\"a\",status=\"200\"} 1"), std::string::npos)
+  EXPECT_NE(metrics.body.find("loragate_requests_total{base=\"stories\",adapter=\"a\",status=\"200\"} 1"), std::string::npos)
       << metrics.body.substr(0, 2000);
-  EXPECT_NE(metrics.body.find("loragate_time_to_first_token_seconds_bucket{adapter=\"b\""), std::string::npos);
+  EXPECT_NE(metrics.body.find("loragate_time_to_first_token_seconds_bucket{base=\"stories\",adapter=\"b\""), std::string::npos);
   EXPECT_NE(metrics.body.find("loragate_kv_blocks_total"), std::string::npos);
   EXPECT_EQ(server.stop(), 0) << "SIGTERM must drain and exit 0\n" << server.output();
 

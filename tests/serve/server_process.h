@@ -86,6 +86,17 @@ class ServerProcess {
   }
 
   const std::string& output() const { return output_; }
+  pid_t pid() const { return pid_; }
+  // SIGKILL, as a crash: nothing is drained or flushed.
+  void kill_now() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+    if (drain_.joinable()) drain_.join();
+    close(fd_);
+    fd_ = -1;
+  }
 
  private:
   pid_t pid_ = -1;

@@ -1,0 +1,453 @@
+#include "bases/base_set.h"
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "engine/loader/model_config.h"
+
+namespace loragate {
+namespace {
+
+std::string mib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+BaseModelState registry_state(BaseState s) {
+  switch (s) {
+    case BaseState::kLoading: return BaseModelState::kLoading;
+    case BaseState::kCandidate: return BaseModelState::kCandidate;
+    case BaseState::kServing: return BaseModelState::kServing;
+    case BaseState::kDraining:
+    case BaseState::kPrevious: return BaseModelState::kPrevious;
+    case BaseState::kFailed: return BaseModelState::kFailed;
+  }
+  return BaseModelState::kFailed;
+}
+
+}  // namespace
+
+const char* base_state_name(BaseState state) {
+  switch (state) {
+    case BaseState::kLoading: return "loading";
+    case BaseState::kCandidate: return "candidate";
+    case BaseState::kServing: return "serving";
+    case BaseState::kDraining: return "draining";
+    case BaseState::kPrevious: return "previous";
+    case BaseState::kFailed: return "failed";
+  }
+  return "failed";
+}
+
+BaseSet::BaseSet(BaseSetOptions options, Registry* registry)
+    : options_(std::move(options)),
+      registry_(registry),
+      gate_(std::make_shared<ComputeGate>(options_.candidate_share)) {
+  reaper_ = std::thread([this] { reaper_main(); });
+}
+
+BaseSet::~BaseSet() {
+  std::vector<std::thread> loaders;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    loaders.swap(loaders_);
+  }
+  changed_.notify_all();
+  for (std::thread& t : loaders) t.join();  // a load cannot be interrupted; it is short next to a session
+  reaper_.join();
+  // Entries go with the set: their loops stop and cancel what is left.
+}
+
+// --- loading --------------------------------------------------------------------
+
+Status BaseSet::check_budget_locked(const std::string& name, const MemoryEstimate& need) const {
+  if (options_.memory_budget_bytes <= 0) return Status::ok();
+  int64_t used = 0;
+  std::string users;
+  for (const auto& [other, e] : entries_) {
+    const int64_t bytes = e.base ? e.base->memory_bytes() : e.state == BaseState::kLoading ? e.estimate.total() : 0;
+    if (bytes == 0) continue;
+    used += bytes;
+    users += (users.empty() ? "" : ", ") + other + " " + mib(bytes);
+  }
+  if (used + need.total() <= options_.memory_budget_bytes) return Status::ok();
+  return Status::resource_exhausted(
+      "base '" + name + "' needs " + mib(need.total()) + " (weights " + mib(need.weights_bytes) + " + KV " +
+      mib(need.kv_bytes) + " + LoRA slots " + mib(need.lora_slot_bytes) + ") but " + mib(used) + " of the " +
+      mib(options_.memory_budget_bytes) + " budget (engine.memory_budget_mib) are in use" +
+      (users.empty() ? "" : " (" + users + ")") + "; remove a base first");
+}
+
+Status BaseSet::start_serving(const BaseSpec& spec, const std::string& actor) {
+  std::lock_guard<std::mutex> admin(admin_mu_);
+  LG_RETURN_IF_ERROR(validate_name("base model name", spec.name, /*allow_slash=*/true));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!serving_name_.empty()) return Status::failed_precondition("base '" + serving_name_ + "' serves already");
+  }
+  LG_ASSIGN_OR_RETURN(std::shared_ptr<ServingBase> base,
+                      ServingBase::load(spec, options_.engine, gate_, /*serving=*/true));
+  if (registry_ != nullptr) {
+    BaseModelRecord r;
+    r.name = spec.name;
+    r.path = spec.path;
+    r.dtype = weight_dtype_name(spec.dtype);
+    r.sha256 = base->sha256();
+    auto existing = registry_->get_base_model(spec.name);
+    const bool serves = existing.is_ok() && existing->state == BaseModelState::kServing;
+    r.state = serves ? BaseModelState::kServing : BaseModelState::kCandidate;
+    LG_RETURN_IF_ERROR(registry_->upsert_base_model(r).status());
+    if (!serves) {
+      std::string from;
+      LG_ASSIGN_OR_RETURN(std::vector<BaseModelRecord> all, registry_->list_base_models());
+      for (const BaseModelRecord& b : all) {
+        if (b.state == BaseModelState::kServing) from = b.name;
+      }
+      SwapRecord swap;
+      swap.actor = actor;
+      swap.from_base = from;
+      swap.to_base = spec.name;
+      swap.note = "start-up";
+      LG_RETURN_IF_ERROR(registry_->record_swap(swap).status());
+    }
+    LG_RETURN_IF_ERROR(restore_adapters(*base));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry& e = entries_[spec.name];
+  e.spec = spec;
+  e.state = BaseState::kServing;
+  e.base = std::move(base);
+  e.error.clear();
+  serving_name_ = spec.name;
+  changed_.notify_all();
+  return Status::ok();
+}
+
+Status BaseSet::add(const BaseSpec& spec, BaseState after_load) {
+  std::lock_guard<std::mutex> admin(admin_mu_);
+  LG_RETURN_IF_ERROR(validate_name("base model name", spec.name, /*allow_slash=*/true));
+  if (after_load != BaseState::kCandidate && after_load != BaseState::kPrevious) {
+    return Status::internal("a base can only load as candidate or previous");
+  }
+  LG_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::load(spec.path));
+  EngineOptions o = options_.engine;
+  o.weight_dtype = spec.dtype;
+  LG_ASSIGN_OR_RETURN(MemoryEstimate need, estimate_engine_memory(config, o));
+  Entry loading;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(spec.name);
+    if (it != entries_.end() && it->second.state != BaseState::kFailed) {
+      return Status::failed_precondition("base '" + spec.name + "' is already " + base_state_name(it->second.state) +
+                                         "; remove it first (DELETE /admin/bases/" + spec.name + ")");
+    }
+    LG_RETURN_IF_ERROR(check_budget_locked(spec.name, need));
+    Entry& e = entries_[spec.name];
+    e.spec = spec;
+    e.state = BaseState::kLoading;
+    e.base.reset();
+    e.estimate = need;
+    e.error.clear();
+    loading = e;
+    loaders_.emplace_back([this, spec, after_load] { load_in_background(spec, after_load); });
+  }
+  record_state(loading);
+  return Status::ok();
+}
+
+void BaseSet::load_in_background(BaseSpec spec, BaseState after_load) {
+  Result<std::shared_ptr<ServingBase>> loaded = ServingBase::load(spec, options_.engine, gate_, /*serving=*/false);
+  Status restored = loaded.is_ok() ? restore_adapters(**loaded) : loaded.status();
+  // admin_mu_ orders this record after add's and before any remove's; the
+  // registry hears first, so whoever sees the new state finds it recorded.
+  std::lock_guard<std::mutex> admin(admin_mu_);
+  Entry done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(spec.name);
+    if (it == entries_.end()) return;
+    done = it->second;
+  }
+  if (restored.is_ok()) {
+    done.state = after_load;
+    done.base = std::move(loaded).value();
+  } else {
+    done.state = BaseState::kFailed;
+    done.error = restored.to_string();
+    std::fprintf(stderr, "loragate: base '%s' failed to load: %s\n", spec.name.c_str(), done.error.c_str());
+  }
+  record_state(done);
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_[spec.name] = std::move(done);
+  changed_.notify_all();
+}
+
+// Never under mu_: a registry write waits for an fsync, and serving() must not.
+void BaseSet::record_state(const Entry& e) {
+  if (registry_ == nullptr) return;
+  BaseModelRecord r;
+  r.name = e.spec.name;
+  r.path = e.spec.path;
+  r.dtype = weight_dtype_name(e.spec.dtype);
+  r.sha256 = e.base ? e.base->sha256() : "";
+  r.state = registry_state(e.state);
+  r.error = e.error;
+  Status s = registry_->upsert_base_model(r).status();
+  if (!s.is_ok()) std::fprintf(stderr, "loragate: registry: base '%s': %s\n", r.name.c_str(), s.to_string().c_str());
+}
+
+Status BaseSet::restore_adapters(ServingBase& base) {
+  if (registry_ == nullptr) return Status::ok();
+  LG_ASSIGN_OR_RETURN(std::vector<AdapterRecord> adapters, registry_->list_adapters(base.name()));
+  for (const AdapterRecord& a : adapters) {
+    if (a.state != AdapterState::kReady || base.adapters()->contains(a.name)) continue;
+    LG_RETURN_IF_ERROR(base.adapters()->add(a.name, a.path).with_context("restoring adapter '" + a.name + "'"));
+  }
+  return Status::ok();
+}
+
+// --- removing ---------------------------------------------------------------------
+
+Status BaseSet::remove(const std::string& name) {
+  std::lock_guard<std::mutex> admin(admin_mu_);  // no state changes under us: loaders take it too
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(name);
+    if (it == entries_.end()) return Status::not_found("base '" + name + "' is not loaded");
+    if (it->second.state == BaseState::kServing) {
+      return Status::failed_precondition("base '" + name + "' is serving: promote another base or roll back first");
+    }
+    if (it->second.state == BaseState::kLoading) {
+      return Status::failed_precondition("base '" + name + "' is still loading; remove it once it is loaded");
+    }
+  }
+  if (registry_ != nullptr) {
+    Status s = registry_->set_base_state(name, BaseModelState::kRetired);
+    if (!s.is_ok() && s.code() != StatusCode::kNotFound) return s;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(name);
+  if (it->second.base) graveyard_.push_back(std::move(it->second.base));
+  entries_.erase(it);
+  changed_.notify_all();
+  return Status::ok();
+}
+
+void BaseSet::reaper_main() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (graveyard_.empty() && !stopping_) {
+      changed_.wait(lock, [&] { return stopping_ || !graveyard_.empty(); });
+    } else if (!stopping_) {
+      changed_.wait_for(lock, std::chrono::milliseconds(50));  // a request still holds one
+    }
+    // Only the graveyard holds it: no request can reach it any more.
+    std::vector<std::shared_ptr<ServingBase>> dead;
+    for (auto it = graveyard_.begin(); it != graveyard_.end();) {
+      if (stopping_ || it->use_count() == 1) {
+        dead.push_back(std::move(*it));
+        it = graveyard_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    const bool stop = stopping_;
+    lock.unlock();
+    if (!dead.empty()) {
+      dead.clear();  // joins the loop threads and frees weights and KV: outside the lock
+#ifdef __GLIBC__
+      // Per-layer buffers below glibc's mmap threshold come from arenas that
+      // keep freed pages; trimming gives them back so RSS really drops.
+      malloc_trim(0);
+#endif
+    }
+    lock.lock();
+    if (stop) return;
+  }
+}
+
+// --- swapping -----------------------------------------------------------------------
+
+std::vector<std::string> BaseSet::missing_on(const ServingBase& target) const {
+  std::shared_ptr<ServingBase> current = serving();
+  std::vector<std::string> missing;
+  if (!current) return missing;
+  std::set<std::string> have;
+  for (const AdapterInfo& a : target.adapters()->list()) have.insert(a.name);
+  std::set<std::string> needed;
+  if (registry_ != nullptr) {
+    if (auto adapters = registry_->list_adapters(current->name()); adapters.is_ok()) {
+      for (const AdapterRecord& a : *adapters) {
+        if (a.state == AdapterState::kReady) needed.insert(a.name);
+      }
+    }
+  } else {
+    for (const AdapterInfo& a : current->adapters()->list()) needed.insert(a.name);
+  }
+  for (const std::string& n : needed) {
+    if (!have.count(n)) missing.push_back("adapter '" + n + "'");
+  }
+  if (registry_ != nullptr) {
+    auto theirs = registry_->list_scenarios(target.name());
+    auto ours = registry_->list_scenarios(current->name());
+    std::set<std::string> routed;
+    if (theirs.is_ok()) {
+      for (const ScenarioRecord& s : *theirs) routed.insert(s.name);
+    }
+    if (ours.is_ok()) {
+      for (const ScenarioRecord& s : *ours) {
+        if (!routed.count(s.name)) missing.push_back("scenario '" + s.name + "'");
+      }
+    }
+  }
+  return missing;
+}
+
+Result<SwapRecord> BaseSet::promote(const std::string& name, bool force, const std::string& actor) {
+  std::lock_guard<std::mutex> admin(admin_mu_);
+  LG_ASSIGN_OR_RETURN(std::shared_ptr<ServingBase> target, find(name));
+  std::string from;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    from = serving_name_;
+  }
+  if (from == name) return Status::failed_precondition("base '" + name + "' is serving already");
+  const std::vector<std::string> missing = missing_on(*target);
+  if (!missing.empty() && !force) {
+    return Status::failed_precondition("cannot promote '" + name + "': the serving base '" + from + "' has " +
+                                       joined(missing) + " with no version on '" + name +
+                                       "'; register them on '" + name + "' or promote with force");
+  }
+  return swap_to(name, "promote", force && !missing.empty(), missing, actor);
+}
+
+Result<SwapRecord> BaseSet::rollback(const std::string& actor) {
+  std::lock_guard<std::mutex> admin(admin_mu_);
+  std::string previous;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [n, e] : entries_) {
+      if (e.state == BaseState::kPrevious) previous = n;
+    }
+  }
+  if (previous.empty()) return Status::failed_precondition("no previous base is loaded to roll back to");
+  LG_ASSIGN_OR_RETURN(std::shared_ptr<ServingBase> target, find(previous));
+  return swap_to(previous, "rollback", /*forced=*/false, missing_on(*target), actor);
+}
+
+// The caller holds admin_mu_. The registry commits first: a crash before it
+// leaves the old base serving, after it the new one, never neither or both.
+Result<SwapRecord> BaseSet::swap_to(const std::string& name, const std::string& kind, bool forced,
+                                    const std::vector<std::string>& missing, const std::string& actor) {
+  SwapRecord swap;
+  swap.actor = actor.empty() ? "admin" : actor;
+  swap.to_base = name;
+  swap.kind = kind;
+  swap.forced = forced;
+  swap.note = missing.empty() ? "" : "missing on '" + name + "': " + joined(missing);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    swap.from_base = serving_name_;
+  }
+  if (registry_ != nullptr) {
+    LG_ASSIGN_OR_RETURN(swap, registry_->record_swap(swap));
+  } else {
+    swap.at = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [n, e] : entries_) {
+    if (e.state == BaseState::kPrevious) e.state = BaseState::kCandidate;
+  }
+  if (auto old = entries_.find(serving_name_); old != entries_.end()) {
+    old->second.state = BaseState::kPrevious;
+    old->second.base->loop().set_serving(false);
+  }
+  Entry& next = entries_.at(name);
+  next.state = BaseState::kServing;
+  next.base->loop().set_serving(true);
+  serving_name_ = name;
+  ++swaps_[kind];
+  changed_.notify_all();
+  return swap;
+}
+
+// --- reading --------------------------------------------------------------------------
+
+std::shared_ptr<ServingBase> BaseSet::serving() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(serving_name_);
+  return it == entries_.end() ? nullptr : it->second.base;
+}
+
+Result<std::shared_ptr<ServingBase>> BaseSet::find(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return Status::not_found("base '" + name + "' is not loaded (see GET /admin/bases)");
+  if (it->second.state == BaseState::kLoading) {
+    return Status::failed_precondition("base '" + name + "' is still loading");
+  }
+  if (it->second.state == BaseState::kFailed) {
+    return Status::failed_precondition("base '" + name + "' failed to load: " + it->second.error);
+  }
+  return it->second.base;
+}
+
+std::vector<BaseStatus> BaseSet::list() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<BaseStatus> out;
+  for (const auto& [name, e] : entries_) {
+    BaseStatus s;
+    s.name = name;
+    s.path = e.spec.path;
+    s.dtype = weight_dtype_name(e.spec.dtype);
+    s.state = e.state;
+    s.error = e.error;
+    if (e.base) {
+      const MemoryEstimate m = measure_engine_memory(e.base->engine());
+      s.sha256 = e.base->sha256();
+      s.fingerprint = e.base->fingerprint();
+      s.weights_bytes = m.weights_bytes;
+      s.kv_bytes = m.kv_bytes;
+      s.adapter_bytes = m.lora_slot_bytes + e.base->adapters()->stats().host_bytes;
+      s.in_flight = e.base->in_flight();
+      for (const AdapterInfo& a : e.base->adapters()->list()) s.adapters.push_back(a.name);
+      if (s.state == BaseState::kPrevious && s.in_flight > 0) s.state = BaseState::kDraining;
+    } else {
+      s.weights_bytes = e.estimate.weights_bytes;
+      s.kv_bytes = e.estimate.kv_bytes;
+      s.adapter_bytes = e.estimate.lora_slot_bytes;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+bool BaseSet::wait_loaded(const std::string& name, std::chrono::steady_clock::time_point deadline) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return changed_.wait_until(lock, deadline, [&] {
+    auto it = entries_.find(name);
+    return it != entries_.end() && it->second.state != BaseState::kLoading;
+  });
+}
+
+int64_t BaseSet::swaps_total(const std::string& kind) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = swaps_.find(kind);
+  return it == swaps_.end() ? 0 : it->second;
+}
+
+}  // namespace loragate

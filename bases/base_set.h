@@ -1,0 +1,129 @@
+// BaseSet: the base-model generations loaded in one process, and the one
+// that serves.
+//
+// At most one base is serving; the others are loading, candidate, draining
+// (demoted, still finishing the requests it had), previous (kept loaded for
+// rollback) or failed. serving() is what a new request captures; promote()
+// makes a candidate serve in one pointer store, after which every new request
+// runs on it while the old base drains by itself and stays loaded as
+// previous; rollback() promotes the previous base the same way. Loads run on
+// background threads (progress and errors in list()); a memory budget over
+// every loaded base's weights, KV pool and adapters refuses a load that would
+// not fit. Every base shares one ComputeGate: the serving base's steps first.
+//
+// With a Registry, every state and swap is recorded there (a promote is one
+// transaction, committed before the pointer moves, so a crash at any point
+// restarts on exactly one serving base) and a base's registered adapters are
+// added to its cache when it loads. Without one (tests), nothing persists.
+//
+// Thread-safety: every public method may be called from any thread. Admin
+// operations (add, remove, promote, rollback) are serialised; serving() and
+// find() only take a short lock. A removed base is destroyed on the reaper
+// thread once no request holds it, never on its own step thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bases/serving_base.h"
+#include "registry/registry.h"
+
+namespace loragate {
+
+enum class BaseState { kLoading, kCandidate, kServing, kDraining, kPrevious, kFailed };
+const char* base_state_name(BaseState state);  // "loading", "candidate", "serving", "draining", "previous", "failed"
+
+struct BaseSetOptions {
+  EngineOptions engine;               // every base loads with these (its own dtype)
+  double candidate_share = 0.25;      // engine.candidate_share: a candidate's share of steps while the serving base works
+  int64_t memory_budget_bytes = 0;    // engine.memory_budget_mib: all loaded bases together; 0 = no limit
+};
+
+struct BaseStatus {
+  std::string name, path, dtype;
+  BaseState state = BaseState::kLoading;
+  std::string sha256, fingerprint;    // "" until loaded
+  std::string error;                  // why it failed
+  int64_t weights_bytes = 0, kv_bytes = 0, adapter_bytes = 0;  // estimated while loading
+  int64_t in_flight = 0;              // requests running on it
+  std::vector<std::string> adapters;  // names in its adapter cache
+};
+
+class BaseSet {
+ public:
+  BaseSet(BaseSetOptions options, Registry* registry);  // `registry` may be null; not owned
+  ~BaseSet();
+  BaseSet(const BaseSet&) = delete;
+  BaseSet& operator=(const BaseSet&) = delete;
+
+  // Loads `spec` on the caller's thread and makes it serve (start-up, or a
+  // restart that the registry says serves `spec`). Fails if a base serves already.
+  Status start_serving(const BaseSpec& spec, const std::string& actor);
+  // Checks the directory and the memory budget now, then loads in the
+  // background; the base ends as `after_load` (candidate, or previous when a
+  // restart restores the rollback target) or failed.
+  Status add(const BaseSpec& spec, BaseState after_load = BaseState::kCandidate);
+  // Unloads a non-serving, non-loading base; its registry record is retired
+  // (its adapters and scenarios stay, for when it is added again).
+  Status remove(const std::string& name);
+  // Makes candidate or previous base `name` serve. Refused (failed_precondition,
+  // naming them) while a ready adapter name or a scenario of the serving base
+  // has no version on it, unless `force`.
+  Result<SwapRecord> promote(const std::string& name, bool force, const std::string& actor);
+  // Promotes the previous base back, whatever it lacks.
+  Result<SwapRecord> rollback(const std::string& actor);
+
+  // The serving base (null before start_serving).
+  std::shared_ptr<ServingBase> serving() const;
+  // A loaded base by name (not loading or failed): not_found or failed_precondition saying why not.
+  Result<std::shared_ptr<ServingBase>> find(const std::string& name) const;
+  std::vector<BaseStatus> list() const;
+  // Blocks until `name` is no longer loading or `deadline`; false on timeout or unknown name.
+  bool wait_loaded(const std::string& name, std::chrono::steady_clock::time_point deadline) const;
+
+  int64_t swaps_total(const std::string& kind) const;  // "promote" or "rollback"
+  const BaseSetOptions& options() const { return options_; }
+  const ComputeGate& gate() const { return *gate_; }
+  Registry* registry() const { return registry_; }
+
+ private:
+  struct Entry {
+    BaseSpec spec;
+    BaseState state = BaseState::kLoading;
+    std::shared_ptr<ServingBase> base;  // null while loading or failed
+    MemoryEstimate estimate;            // before loading
+    std::string error;
+  };
+  Status check_budget_locked(const std::string& name, const MemoryEstimate& need) const;
+  void load_in_background(BaseSpec spec, BaseState after_load);
+  Status restore_adapters(ServingBase& base);
+  std::vector<std::string> missing_on(const ServingBase& target) const;
+  Result<SwapRecord> swap_to(const std::string& name, const std::string& kind, bool forced,
+                             const std::vector<std::string>& missing, const std::string& actor);
+  void record_state(const Entry& e);
+  void reaper_main();
+
+  const BaseSetOptions options_;
+  Registry* const registry_;
+  const std::shared_ptr<ComputeGate> gate_;
+
+  std::mutex admin_mu_;                    // serialises add/remove/promote/rollback
+  mutable std::mutex mu_;
+  mutable std::condition_variable changed_;
+  std::map<std::string, Entry> entries_;   // guarded by mu_
+  std::string serving_name_;               // guarded by mu_; "" = none yet
+  std::map<std::string, int64_t> swaps_;   // guarded by mu_
+  std::vector<std::shared_ptr<ServingBase>> graveyard_;  // guarded by mu_: removed, maybe still in use
+  std::vector<std::thread> loaders_;       // guarded by mu_
+  bool stopping_ = false;                  // guarded by mu_
+  std::thread reaper_;
+};
+
+}  // namespace loragate

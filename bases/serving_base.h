@@ -1,0 +1,83 @@
+// ServingBase: one loaded base-model generation — its engine loop, chat
+// template, adapter cache and identity (name + sha256 of its weight files).
+//
+// Held by shared_ptr: a request captures the base it was resolved against
+// and finishes on it (streams included), so a base that stops serving lives
+// on until its last request ends. Everything but the in-flight counter is
+// immutable after load(); every method is thread-safe. The BaseSet owns the
+// bases and makes sure the last reference is never dropped on the base's own
+// step thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "chat/chat_template.h"
+#include "common/dtype.h"
+#include "common/status.h"
+#include "engine/compute_gate.h"
+#include "engine/engine_loop.h"
+#include "engine/memory_estimate.h"
+
+namespace loragate {
+
+// What to load: a registry name, a Hugging Face model directory, a storage type.
+struct BaseSpec {
+  std::string name;
+  std::string path;
+  DType dtype = DType::kF32;
+};
+
+// "f32" / "bf16" (the config and registry spelling), and back.
+std::string weight_dtype_name(DType dtype);
+Result<DType> parse_weight_dtype_name(const std::string& name);
+
+class ServingBase {
+ public:
+  // Loads the engine, the chat template and hashes the weight files. The
+  // loop steps under `gate` (shared with the other bases) with the given priority.
+  static Result<std::shared_ptr<ServingBase>> load(const BaseSpec& spec, const EngineOptions& options,
+                                                   std::shared_ptr<ComputeGate> gate, bool serving);
+  ServingBase(const ServingBase&) = delete;
+  ServingBase& operator=(const ServingBase&) = delete;
+
+  const std::string& name() const { return spec_.name; }
+  const std::string& path() const { return spec_.path; }
+  DType dtype() const { return spec_.dtype; }
+  const std::string& sha256() const { return sha256_; }
+  // "<name>-<first 8 hex of sha256>": the OpenAI system_fingerprint of its responses.
+  std::string fingerprint() const { return spec_.name + "-" + sha256_.substr(0, 8); }
+
+  EngineLoop& loop() const { return *loop_; }
+  const Engine& engine() const { return loop_->engine(); }
+  const Tokenizer* tokenizer() const { return loop_->engine().tokenizer(); }
+  AdapterCache* adapters() const { return loop_->engine().adapters(); }
+  const ChatTemplate& chat_template() const { return chat_template_; }
+  // Weights, KV pool and LoRA slots as allocated, plus adapters held in host memory.
+  int64_t memory_bytes() const;
+
+  // Requests captured by the gateway and not yet finished.
+  void begin_request() { in_flight_.fetch_add(1, std::memory_order_relaxed); }
+  void end_request() { in_flight_.fetch_sub(1, std::memory_order_relaxed); }
+  int64_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
+
+ private:
+  ServingBase(BaseSpec spec, std::string sha256, std::unique_ptr<EngineLoop> loop, ChatTemplate chat_template)
+      : spec_(std::move(spec)), sha256_(std::move(sha256)), loop_(std::move(loop)),
+        chat_template_(std::move(chat_template)) {}
+
+  const BaseSpec spec_;
+  const std::string sha256_;
+  const std::unique_ptr<EngineLoop> loop_;
+  const ChatTemplate chat_template_;
+  std::atomic<int64_t> in_flight_{0};
+};
+
+// The SHA-256 of a model directory's weights: of model.safetensors alone (so
+// it equals `sha256sum model.safetensors`), or of every *.safetensors shard
+// concatenated in name order.
+Result<std::string> sha256_of_weights(const std::string& model_dir);
+
+}  // namespace loragate

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The README's base-upgrade commands against a real `loragate serve`, with the
+# fixtures of ../shared/eval (only the port and the registry file differ).
+# Usage: base_upgrade.sh path/to/loragate path/to/shared
+set -euo pipefail
+bin=$1
+S=$2
+if [ ! -f "$S/eval/bases/candidate-good/model.safetensors" ]; then
+  echo "base upgrade: SKIPPED: shared test data not found at $S/eval"
+  exit 0
+fi
+work=$(mktemp -d)
+trap 'kill -9 "${pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; echo "--- server output:"; cat "$work/server.log"; exit 1; }
+export LORAGATE_ADMIN_TOKEN=s3cret
+
+"$bin" serve --model "$S/models/stories260K" --served-name online \
+  --adapter-root "$S/eval/adapters" --base-root "$S/eval/bases" \
+  --registry "$work/registry.db" --port 0 > "$work/server.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do
+  url=$(grep -o 'on http://[0-9.:]*' "$work/server.log" | head -1 | cut -c4- || true)
+  [ -n "$url" ] && break
+  kill -0 "$pid" 2>/dev/null || fail "server exited at start"
+  sleep 0.1
+done
+[ -n "$url" ] || fail "server did not print its URL"
+export LORAGATE_URL=$url
+lg() { "$bin" "$@" 2>&1; }
+fingerprint() {
+  curl -sf "$url/v1/completions" -H 'Content-Type: application/json' -H 'X-Scenario: mia' \
+    -d '{"prompt": "Once upon a time there was a little girl named", "max_tokens": 8, "temperature": 0}' |
+    grep -o '"system_fingerprint":"[^"]*"' | cut -d'"' -f4
+}
+
+lg adapter add mia "$S/eval/adapters/online/mia" > "$work/out" || fail "adapter add: $(cat "$work/out")"
+lg scenario set mia mia > "$work/out" || fail "scenario set: $(cat "$work/out")"
+lg base add candidate-good "$S/eval/bases/candidate-good" > "$work/out" || fail "base add: $(cat "$work/out")"
+grep -q "base 'candidate-good' candidate" "$work/out" || fail "base add: $(cat "$work/out")"
+if lg base promote candidate-good > "$work/out"; then fail "promote must be refused: $(cat "$work/out")"; fi
+grep -q "409" "$work/out" && grep -q "adapter 'mia'" "$work/out" || fail "refusal must name mia: $(cat "$work/out")"
+[[ $(fingerprint) == online-* ]] || fail "online must still serve"
+lg adapter add mia "$S/eval/adapters/candidate-good/mia" --base candidate-good > "$work/out" || fail "adapter add --base: $(cat "$work/out")"
+lg scenario set mia mia --base candidate-good > "$work/out" || fail "scenario set --base: $(cat "$work/out")"
+lg base promote candidate-good > "$work/out" || fail "promote: $(cat "$work/out")"
+grep -q "promote: 'online' -> 'candidate-good'" "$work/out" || fail "promote: $(cat "$work/out")"
+[[ $(fingerprint) == candidate-good-* ]] || fail "candidate-good must serve after promote"
+lg base ls > "$work/out" || fail "base ls: $(cat "$work/out")"
+grep -Eq '^candidate-good +serving' "$work/out" && grep -Eq '^online +previous' "$work/out" || fail "base ls: $(cat "$work/out")"
+lg base rollback > "$work/out" || fail "rollback: $(cat "$work/out")"
+[[ $(fingerprint) == online-* ]] || fail "online must serve after rollback"
+lg base rm candidate-good > "$work/out" || fail "base rm: $(cat "$work/out")"
+lg base ls --json > "$work/out" || fail "base ls --json"
+grep -q '"name": "candidate-good"' "$work/out" && fail "candidate-good must be gone: $(cat "$work/out")"
+echo "base upgrade: all checks passed"
