@@ -117,7 +117,16 @@ int run_serve(const ServeFlags& f) {
   if (!first.is_ok()) return fail(first.status().to_string());
 
   BaseSet bases({c.engine, c.candidate_share, c.resolved_memory_budget_bytes()}, registry->get());
-  if (Status s = bases.start_serving(*first, "start-up"); !s.is_ok()) return fail(s.to_string());
+  if (Status s = bases.start_serving(*first, "start-up"); !s.is_ok()) {
+    // The promoted base no longer loads (files moved?): serve the configured one rather than nothing.
+    if (first->name == c.served_model_name) return fail(s.to_string());
+    std::cerr << "loragate: base '" << first->name << "' does not load (" << s.message() << "); serving '"
+              << c.served_model_name << "' from model.path instead\n";
+    if (Status again = bases.start_serving({c.served_model_name, c.model_path, c.engine.weight_dtype}, "start-up");
+        !again.is_ok()) {
+      return fail(again.to_string());
+    }
+  }
   // Not kept: a held reference would keep this base loaded after it is removed.
   std::shared_ptr<ServingBase> serving = bases.serving();
   reload_other_bases(**registry, bases, serving->name());

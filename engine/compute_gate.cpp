@@ -13,9 +13,6 @@ double clamp_share(double share) {
   return std::clamp(share, 0.0, 1.0);
 }
 
-// Credit sums like 0.1 + 0.1 + ... reach 1 only up to rounding.
-constexpr double kCreditEpsilon = 1e-9;
-
 }  // namespace
 
 ComputeGate::ComputeGate(double candidate_share) : share_(clamp_share(candidate_share)) {}
@@ -29,24 +26,19 @@ uint64_t ComputeGate::enqueue_locked(bool serving) {
 
 void ComputeGate::grant_locked() {
   if (holder_ != 0 || (serving_queue_.empty() && candidate_queue_.empty())) return;
-  bool candidate;
-  if (serving_queue_.empty()) {
-    candidate = true;
-  } else if (candidate_queue_.empty()) {
-    candidate = false;
-  } else {
+  const bool contested = !serving_queue_.empty() && !candidate_queue_.empty();
+  bool candidate = serving_queue_.empty();
+  if (contested) {
     ++stats_.contested_grants;
-    credit_ += share_;
-    candidate = credit_ >= 1.0 - kCreditEpsilon;
-    if (candidate) {
-      credit_ = std::max(0.0, credit_ - 1.0);
-      ++stats_.contested_candidate_turns;
-    }
+    const double total = static_cast<double>(stats_.contested_serving_ns + stats_.contested_candidate_ns);
+    candidate = share_ > 0 && static_cast<double>(stats_.contested_candidate_ns) <= share_ * total;
+    if (candidate) ++stats_.contested_candidate_turns;
   }
   std::deque<Queued>& queue = candidate ? candidate_queue_ : serving_queue_;
   const Clock::time_point now = Clock::now();
   holder_ = queue.front().ticket;
   holder_serving_ = !candidate;
+  holder_contested_ = contested;
   held_since_ = now;
   const int64_t waited = std::chrono::duration_cast<std::chrono::nanoseconds>(now - queue.front().since).count();
   queue.pop_front();
@@ -60,6 +52,7 @@ void ComputeGate::release_locked(uint64_t ticket) {
   if (holder_ != ticket) return;
   const int64_t held = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - held_since_).count();
   (holder_serving_ ? stats_.serving_held_ns : stats_.candidate_held_ns) += held;
+  if (holder_contested_) (holder_serving_ ? stats_.contested_serving_ns : stats_.contested_candidate_ns) += held;
   holder_ = 0;
   grant_locked();
 }

@@ -7,14 +7,14 @@
 // candidate (non-serving). Policy, applied whenever the gate is free and
 // someone is queued:
 //  - only one class queued: the front caller of that class gets the turn;
-//  - both queued (a contested grant): the candidate class earns
-//    `candidate_share` credit; with a full credit it gets the turn and pays 1,
-//    otherwise the serving class gets it. Over n contested grants the
-//    candidate thus gets floor(n * share) turns (up to rounding of the credit
-//    sum), deterministically: share 0.25 gives serving, serving, serving,
-//    candidate, ...; share 0 lets a candidate run only while no serving caller
-//    is queued, share 1 lets serving run only while no candidate is. Credit
-//    changes only at contested grants;
+//  - both queued (a contested grant): the candidate gets the turn while its
+//    part of the time held in contested turns is at most `candidate_share`,
+//    the serving class otherwise. The share is of compute time, not of
+//    steps: a candidate step that scores a long prompt costs it as many
+//    serving decode steps as it took, so it cannot stretch the serving base's
+//    latency beyond the share. share 0 lets a candidate run only while no
+//    serving caller is queued, share 1 lets serving run only while no
+//    candidate is;
 //  - FIFO within a class.
 // Contention is decided among the callers queued at the moment the gate
 // frees up. A loop that steps again at once should therefore queue for its
@@ -42,6 +42,7 @@ struct ComputeGateStats {
   int64_t candidate_turns = 0;            // turns granted to candidate callers
   int64_t contested_grants = 0;           // grants made with both classes queued
   int64_t contested_candidate_turns = 0;  // of those, the ones the candidate got
+  int64_t contested_serving_ns = 0, contested_candidate_ns = 0;  // time held in contested turns (finished)
   // Time turns were held (finished turns) and waited for (granted turns),
   // by class: a class that runs "at full rate" holds the gate nearly all the
   // time and waits nearly never.
@@ -130,7 +131,7 @@ class ComputeGate {
   bool holder_serving_ = false;                          // the holder's class; guarded by mu_
   Clock::time_point held_since_;                         // guarded by mu_
   uint64_t next_ticket_ = 1;                             // guarded by mu_
-  double credit_ = 0;                                    // candidate credit; guarded by mu_
+  bool holder_contested_ = false;                        // the turn was granted under contention; guarded by mu_
   ComputeGateStats stats_;                               // guarded by mu_
 };
 

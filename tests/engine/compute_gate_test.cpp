@@ -1,5 +1,5 @@
 // ComputeGate: one holder at a time, the candidate's share of contested
-// turns, FIFO within a class, and the queue/interrupt mechanics EngineLoop uses.
+// time, FIFO within a class, and the queue/interrupt mechanics EngineLoop uses.
 #include "engine/compute_gate.h"
 
 #include <gtest/gtest.h>
@@ -99,9 +99,17 @@ void run_one_class(bool serving) {
 TEST(ComputeGateTest, ServingAloneGetsEveryTurn) { run_one_class(true); }
 TEST(ComputeGateTest, CandidateAloneGetsEveryTurn) { run_one_class(false); }
 
-// Single-threaded and exact: one turn of each class always queued, so every
-// grant after the first is contested; the credit rule decides each.
-int64_t candidate_turns_of_contested(double share, int grants) {
+// Holds the turn for `d` (a step's worth of work), spinning as a forward pass does.
+void hold_for(std::chrono::microseconds d) {
+  const auto until = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+// Single-threaded: one turn of each class always queued, so every grant
+// after the first is contested; serving steps take `serving_us`, candidate
+// steps `candidate_us`. Returns the candidate's part of the contested time.
+double candidate_time_share(double share, int grants, int serving_us, int candidate_us, int64_t* candidate_turns) {
   ComputeGate gate(share);
   ComputeGate::Turn serving = gate.enqueue(true);  // free gate: granted at once, uncontested
   EXPECT_TRUE(serving.granted());
@@ -110,21 +118,35 @@ int64_t candidate_turns_of_contested(double share, int grants) {
     ComputeGate::Turn& holder = serving.granted() ? serving : candidate;
     EXPECT_TRUE(holder.granted());
     const bool was_serving = holder.serving();
+    if (i > 0) hold_for(std::chrono::microseconds(was_serving ? serving_us : candidate_us));
     ComputeGate::Turn again = gate.enqueue(was_serving);  // queue again before giving back
     holder = std::move(again);                           // releases: a contested grant
   }
   const ComputeGateStats s = gate.stats();
   EXPECT_EQ(s.contested_grants, grants);
   EXPECT_EQ(s.serving_turns + s.candidate_turns, grants + 1);
-  return s.contested_candidate_turns;
+  *candidate_turns = s.contested_candidate_turns;
+  return double(s.contested_candidate_ns) / double(s.contested_candidate_ns + s.contested_serving_ns);
 }
 
-TEST(ComputeGateTest, ContestedShareIsExact) {
-  EXPECT_EQ(candidate_turns_of_contested(0.25, 400), 100);
-  EXPECT_EQ(candidate_turns_of_contested(0.5, 400), 200);
-  EXPECT_EQ(candidate_turns_of_contested(0.1, 400), 40);
-  EXPECT_EQ(candidate_turns_of_contested(0.0, 400), 0);
-  EXPECT_EQ(candidate_turns_of_contested(1.0, 400), 400);
+TEST(ComputeGateTest, ContestedShareIsOfTime) {
+  int64_t turns = 0;
+  for (double share : {0.1, 0.25, 0.5}) {
+    EXPECT_NEAR(candidate_time_share(share, 400, 100, 100, &turns), share, 0.05) << share;
+    EXPECT_NEAR(double(turns) / 400, share, 0.05) << "equal steps: the share of turns too";
+  }
+  EXPECT_EQ(candidate_time_share(0.0, 100, 50, 50, &turns), 0.0);
+  EXPECT_EQ(turns, 0);
+  EXPECT_EQ(candidate_time_share(1.0, 100, 50, 50, &turns), 1.0);
+  EXPECT_EQ(turns, 100);
+}
+
+TEST(ComputeGateTest, HeavyCandidateStepsGetFewerTurns) {
+  // A candidate step 6x as long as a serving one (a scoring prefill against
+  // decodes) keeps a quarter of the time, so about 1 turn in 19.
+  int64_t turns = 0;
+  EXPECT_NEAR(candidate_time_share(0.25, 400, 50, 300, &turns), 0.25, 0.05);
+  EXPECT_NEAR(double(turns) / 400, 1.0 / 19, 0.03) << turns << " candidate turns";
 }
 
 // Two threads stepping as EngineLoops do (queue for the next turn, then give
@@ -138,9 +160,7 @@ void run_two_loops(double share) {
     while (turn.wait()) {
       const ComputeGateStats s = gate.stats();
       if (s.serving_turns + s.candidate_turns >= kGrants) stop = true;
-      // A step's worth of work.
-      volatile double x = 1;
-      for (int i = 0; i < 2000; ++i) x = x * 1.0000001 + 1e-9;
+      hold_for(std::chrono::microseconds(100));  // a step's worth of work
       turn = stop ? ComputeGate::Turn() : gate.enqueue(serving);
     }
   };
@@ -156,10 +176,10 @@ void run_two_loops(double share) {
   candidate.join();
   const ComputeGateStats s = gate.stats();
   ASSERT_GE(s.contested_grants, kGrants - 4);
-  const double got = double(s.contested_candidate_turns) / double(s.contested_grants);
-  EXPECT_NEAR(got, share, 0.05) << s.contested_candidate_turns << " of " << s.contested_grants;
+  const double time = double(s.contested_candidate_ns) / double(s.contested_candidate_ns + s.contested_serving_ns);
+  EXPECT_NEAR(time, share, 0.05) << s.contested_candidate_turns << " of " << s.contested_grants << " turns";
   const double overall = double(s.candidate_turns) / double(s.serving_turns + s.candidate_turns);
-  EXPECT_NEAR(overall, share, 0.05);
+  EXPECT_NEAR(overall, share, 0.07) << "equal steps: about the same share of turns";
 }
 
 TEST(ComputeGateTest, TwoBusyLoopsSplitAQuarter) { run_two_loops(0.25); }

@@ -251,8 +251,11 @@ TEST_F(EngineLoopGateTest, CandidateGetsItsShareWhileServingIsBusyAndAllWhenIdle
   const int64_t grants_ab = (b.serving_turns + b.candidate_turns) - (a.serving_turns + a.candidate_turns);
   const int64_t candidate_ab = b.candidate_turns - a.candidate_turns;
   EXPECT_GE(b.contested_grants - a.contested_grants, grants_ab - 1) << "both loops had work: every grant contested";
-  const double share = double(candidate_ab) / double(grants_ab);
-  EXPECT_NEAR(share, 0.25, 0.05) << candidate_ab << " of " << grants_ab << " turns";
+  // The share is of contested compute time (steps differ in length: context grows).
+  const double contested_ab = double((b.contested_candidate_ns - a.contested_candidate_ns) +
+                                     (b.contested_serving_ns - a.contested_serving_ns));
+  const double share = double(b.contested_candidate_ns - a.contested_candidate_ns) / contested_ab;
+  EXPECT_NEAR(share, 0.25, 0.05) << "time share " << share << "; " << candidate_ab << " of " << grants_ab << " turns";
 
   // Phase 2: serving has finished; the candidate gets every turn.
   for (auto& sink : serving_sinks) EXPECT_EQ(sink.wait().output_ids.size(), size_t{kServingTokens});
