@@ -42,7 +42,7 @@ const char* base_state_name(BaseState state);  // "loading", "candidate", "servi
 
 struct BaseSetOptions {
   EngineOptions engine;               // every base loads with these (its own dtype)
-  double candidate_share = 0.25;      // engine.candidate_share: a candidate's share of steps while the serving base works
+  double candidate_share = 0.25;      // engine.candidate_share: a candidate's share of compute time while serving works
   int64_t memory_budget_bytes = 0;    // engine.memory_budget_mib: all loaded bases together; 0 = no limit
 };
 

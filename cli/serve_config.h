@@ -25,7 +25,7 @@ struct ServeConfig {
   std::string model_path;                       // model.path; "" = the built-in demo model
   std::string served_model_name;                // model.served_name; "" = the model directory's name
   EngineOptions engine;                         // model.dtype and engine.*
-  double candidate_share = 0.25;                // engine.candidate_share: a candidate base's share of steps
+  double candidate_share = 0.25;                // engine.candidate_share: a candidate base's share of compute time
                                                 // while the serving base has work (all of them when it is idle)
   int64_t memory_budget_mib = 0;                // engine.memory_budget_mib: weights + KV + adapters of every
                                                 // loaded base; 0 = 80% of physical memory

@@ -134,43 +134,51 @@ void Metrics::render_bases(std::string& out) const {
   for (const BaseStatus& b : statuses) {
     if (auto found = bases_->find(b.name); found.is_ok()) loaded.push_back({b.name, std::move(found).value()});
   }
-  std::vector<std::pair<std::string, EngineStats>> stats;
-  for (const Loaded& l : loaded) stats.emplace_back(l.name, l.base->loop().stats());
-  auto per_base = [&](const char* name, const char* type, const char* help, auto value) {
-    header(out, name, type, help);
-    for (const auto& [base, s] : stats) sample(out, name, label("base", base), static_cast<double>(value(s)));
+  // Every per-base family, filled base by base, then written family by family.
+  struct Family {
+    const char* name;
+    const char* type;
+    const char* help;
+    std::vector<std::pair<std::string, double>> samples;  // (labels, value)
   };
-  per_base("loragate_queue_length", "gauge", "Requests waiting to be scheduled.", [](const EngineStats& s) { return s.waiting; });
-  per_base("loragate_running_sequences", "gauge", "Sequences in the running batch.", [](const EngineStats& s) { return s.running; });
-  per_base("loragate_kv_blocks_used", "gauge", "KV-cache blocks in use.", [](const EngineStats& s) { return s.kv_blocks_used; });
-  per_base("loragate_kv_blocks_total", "gauge", "KV-cache blocks in the pool.", [](const EngineStats& s) { return s.kv_blocks_total; });
-  per_base("loragate_preemptions_total", "counter", "Sequences preempted for KV blocks.", [](const EngineStats& s) { return s.preemptions; });
-
-  std::vector<std::pair<std::string, AdapterCacheStats>> caches;
-  for (const Loaded& l : loaded) caches.emplace_back(l.name, l.base->adapters()->stats());
-  header(out, "loragate_adapter_cache_hits_total", "counter", "Adapter acquisitions served from a slot or host memory.");
-  for (const auto& [base, c] : caches) {
-    sample(out, "loragate_adapter_cache_hits_total", label("base", base) + "," + label("tier", "slot"), static_cast<double>(c.slot_hits));
-    sample(out, "loragate_adapter_cache_hits_total", label("base", base) + "," + label("tier", "host"), static_cast<double>(c.host_hits));
+  Family queue{"loragate_queue_length", "gauge", "Requests waiting to be scheduled.", {}};
+  Family running{"loragate_running_sequences", "gauge", "Sequences in the running batch.", {}};
+  Family kv_used{"loragate_kv_blocks_used", "gauge", "KV-cache blocks in use.", {}};
+  Family kv_total{"loragate_kv_blocks_total", "gauge", "KV-cache blocks in the pool.", {}};
+  Family preempted{"loragate_preemptions_total", "counter", "Sequences preempted for KV blocks.", {}};
+  Family hits{"loragate_adapter_cache_hits_total", "counter", "Adapter acquisitions served from a slot or host memory.", {}};
+  Family misses{"loragate_adapter_cache_misses_total", "counter", "Adapter acquisitions that started a disk load.", {}};
+  Family loads{"loragate_adapter_loads_total", "counter", "Adapter loads from disk, by result.", {}};
+  Family load_s{"loragate_adapter_load_seconds_total", "counter", "Time spent loading adapters from disk.", {}};
+  Family evictions{"loragate_adapter_evictions_total", "counter", "Adapters evicted, by tier.", {}};
+  Family slots{"loragate_adapter_slots_used", "gauge", "Adapter slots holding an adapter.", {}};
+  Family host{"loragate_adapter_host_bytes", "gauge", "Host memory held by loaded adapters.", {}};
+  for (const Loaded& l : loaded) {
+    const std::string b = label("base", l.name);
+    auto with = [&](const char* key, const char* value) { return b + "," + label(key, value); };
+    const EngineStats e = l.base->loop().stats();
+    queue.samples.emplace_back(b, static_cast<double>(e.waiting));
+    running.samples.emplace_back(b, static_cast<double>(e.running));
+    kv_used.samples.emplace_back(b, e.kv_blocks_used);
+    kv_total.samples.emplace_back(b, e.kv_blocks_total);
+    preempted.samples.emplace_back(b, static_cast<double>(e.preemptions));
+    const AdapterCacheStats c = l.base->adapters()->stats();
+    hits.samples.emplace_back(with("tier", "slot"), static_cast<double>(c.slot_hits));
+    hits.samples.emplace_back(with("tier", "host"), static_cast<double>(c.host_hits));
+    misses.samples.emplace_back(b, static_cast<double>(c.misses));
+    loads.samples.emplace_back(with("result", "ok"), static_cast<double>(c.loads));
+    loads.samples.emplace_back(with("result", "error"), static_cast<double>(c.load_failures));
+    load_s.samples.emplace_back(b, c.load_ms_total / 1e3);
+    evictions.samples.emplace_back(with("tier", "host"), static_cast<double>(c.host_evictions));
+    evictions.samples.emplace_back(with("tier", "slot"), static_cast<double>(c.slot_evictions));
+    slots.samples.emplace_back(b, c.slots_used);
+    host.samples.emplace_back(b, static_cast<double>(c.host_bytes));
   }
-  header(out, "loragate_adapter_cache_misses_total", "counter", "Adapter acquisitions that started a disk load.");
-  for (const auto& [base, c] : caches) sample(out, "loragate_adapter_cache_misses_total", label("base", base), static_cast<double>(c.misses));
-  header(out, "loragate_adapter_loads_total", "counter", "Adapter loads from disk, by result.");
-  for (const auto& [base, c] : caches) {
-    sample(out, "loragate_adapter_loads_total", label("base", base) + "," + label("result", "ok"), static_cast<double>(c.loads));
-    sample(out, "loragate_adapter_loads_total", label("base", base) + "," + label("result", "error"), static_cast<double>(c.load_failures));
+  for (const Family* f : {&queue, &running, &kv_used, &kv_total, &preempted, &hits, &misses, &loads, &load_s,
+                          &evictions, &slots, &host}) {
+    header(out, f->name, f->type, f->help);
+    for (const auto& [labels, value] : f->samples) sample(out, f->name, labels, value);
   }
-  header(out, "loragate_adapter_load_seconds_total", "counter", "Time spent loading adapters from disk.");
-  for (const auto& [base, c] : caches) sample(out, "loragate_adapter_load_seconds_total", label("base", base), c.load_ms_total / 1e3);
-  header(out, "loragate_adapter_evictions_total", "counter", "Adapters evicted, by tier.");
-  for (const auto& [base, c] : caches) {
-    sample(out, "loragate_adapter_evictions_total", label("base", base) + "," + label("tier", "host"), static_cast<double>(c.host_evictions));
-    sample(out, "loragate_adapter_evictions_total", label("base", base) + "," + label("tier", "slot"), static_cast<double>(c.slot_evictions));
-  }
-  header(out, "loragate_adapter_slots_used", "gauge", "Adapter slots holding an adapter.");
-  for (const auto& [base, c] : caches) sample(out, "loragate_adapter_slots_used", label("base", base), c.slots_used);
-  header(out, "loragate_adapter_host_bytes", "gauge", "Host memory held by loaded adapters.");
-  for (const auto& [base, c] : caches) sample(out, "loragate_adapter_host_bytes", label("base", base), static_cast<double>(c.host_bytes));
 
   // The serving base as vLLM names it, for the inference extension's endpoint picker.
   const std::shared_ptr<ServingBase> serving = bases_->serving();

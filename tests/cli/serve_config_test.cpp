@@ -21,6 +21,32 @@ TEST(ServeConfigTest, ExampleConfigParsesToTheDefaults) {
   EXPECT_TRUE(c->model_path.empty());
 }
 
+TEST(ServeConfigTest, BaseGenerationKeys) {
+  auto c = ServeConfig::parse(R"(
+model: {path: /models/llama/v1}
+engine: {candidate_share: 0.5, memory_budget_mib: 4096, max_logits_rows: 64}
+bases: {roots: [/models/candidates]}
+)", "test.yaml");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->candidate_share, 0.5);
+  EXPECT_EQ(c->resolved_memory_budget_bytes(), 4096ll << 20);
+  EXPECT_EQ(c->engine.max_logits_rows, 64);
+  EXPECT_EQ(c->resolved_base_roots(), std::vector<std::string>{"/models/candidates"});
+
+  auto defaults = ServeConfig::parse("model: {path: /models/llama/v1/}\n", "test.yaml");
+  ASSERT_TRUE(defaults.is_ok());
+  EXPECT_EQ(defaults->resolved_base_roots(), std::vector<std::string>{"/models/llama"}) << "the model's directory";
+  EXPECT_GT(defaults->resolved_memory_budget_bytes(), 0) << "80% of this machine's memory";
+
+  for (const char* bad : {"engine: {candidate_share: 1.5}", "engine: {memory_budget_mib: -1}",
+                          "engine: {max_logits_rows: 0}", "bases: {root: [/x]}"}) {
+    auto r = ServeConfig::parse(bad, "bad.yaml");
+    EXPECT_FALSE(r.is_ok()) << bad;
+  }
+  auto r = ServeConfig::parse("engine: {candidate_share: 2}", "bad.yaml");
+  EXPECT_NE(r.status().message().find("engine.candidate_share"), std::string::npos) << r.status().message();
+}
+
 TEST(ServeConfigTest, ReadsEverySection) {
   auto c = ServeConfig::parse(R"(
 server: {host: 0.0.0.0, port: 9001, read_timeout_ms: 250}
