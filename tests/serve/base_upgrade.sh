@@ -9,22 +9,12 @@ if [ ! -f "$S/eval/bases/candidate-good/model.safetensors" ]; then
   echo "base upgrade: SKIPPED: shared test data not found at $S/eval"
   exit 0
 fi
-work=$(mktemp -d)
-trap 'kill -9 "${pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; echo "--- server output:"; cat "$work/server.log"; exit 1; }
+source "$(dirname "$0")/serve_helpers.sh"
 export LORAGATE_ADMIN_TOKEN=s3cret
 
-"$bin" serve --model "$S/models/stories260K" --served-name online \
+start_server --model "$S/models/stories260K" --served-name online \
   --adapter-root "$S/eval/adapters" --base-root "$S/eval/bases" \
-  --registry "$work/registry.db" --port 0 > "$work/server.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 600); do
-  url=$(grep -o 'on http://[0-9.:]*' "$work/server.log" | head -1 | cut -c4- || true)
-  [ -n "$url" ] && break
-  kill -0 "$pid" 2>/dev/null || fail "server exited at start"
-  sleep 0.1
-done
-[ -n "$url" ] || fail "server did not print its URL"
+  --registry "$work/registry.db"
 export LORAGATE_URL=$url
 lg() { "$bin" "$@" 2>&1; }
 fingerprint() {

@@ -4,23 +4,14 @@
 #   curl_quickstart.sh path/to/loragate
 set -euo pipefail
 bin=$1
-work=$(mktemp -d)
-trap 'kill -9 "${pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; echo "--- server output:"; cat "$work/server.log"; exit 1; }
+source "$(dirname "$0")/serve_helpers.sh"
 
 cat > "$work/config.yaml" <<YAML
 demo: {dir: $work/demo}
 adapters: {registry: $work/registry.db}
 YAML
-LORAGATE_ADMIN_TOKEN=s3cret "$bin" serve --config "$work/config.yaml" --port 0 > "$work/server.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 600); do
-  url=$(grep -o 'on http://[0-9.:]*' "$work/server.log" | head -1 | cut -c4- || true)
-  [ -n "$url" ] && break
-  kill -0 "$pid" 2>/dev/null || fail "server exited at start"
-  sleep 0.1
-done
-[ -n "$url" ] || fail "server did not print its URL"
+export LORAGATE_ADMIN_TOKEN=s3cret
+start_server --config "$work/config.yaml"
 echo "server at $url"
 
 # The README's examples.
