@@ -131,6 +131,28 @@ CREATE TABLE base_swaps (
   note       TEXT    NOT NULL
 ) STRICT;
 )sql"},
+    // Evaluation runs of the evaluator: the identity columns for queries (the
+    // latest passing run of a candidate against a serving base), the whole
+    // report as JSON (per-item outputs, suite and gates text, gate verdicts)
+    // so that a stored run can be re-judged. Names and hashes as text: the
+    // history outlives the bases and adapters it mentions.
+    {4, R"sql(
+CREATE TABLE evaluations (
+  id                INTEGER PRIMARY KEY AUTOINCREMENT,
+  started_at        INTEGER NOT NULL,
+  finished_at       INTEGER NOT NULL,
+  online_base       TEXT    NOT NULL,
+  online_sha256     TEXT    NOT NULL,
+  candidate_base    TEXT    NOT NULL,
+  candidate_sha256  TEXT    NOT NULL,
+  adapters          TEXT    NOT NULL,  -- JSON {"<arm>/<scenario>": sha256 of adapter_model.safetensors}
+  suite_sha256      TEXT    NOT NULL,
+  gates_sha256      TEXT    NOT NULL,
+  verdict           TEXT    NOT NULL,  -- 'pass' | 'fail' | 'inconclusive'
+  report            TEXT    NOT NULL   -- the report JSON (evaluator/report.h)
+) STRICT;
+CREATE INDEX evaluations_by_candidate ON evaluations (candidate_sha256, online_sha256, verdict);
+)sql"},
 };
 
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kRegistrySchemaVersion,

@@ -30,7 +30,7 @@
 namespace loragate {
 
 // The schema version this build writes and understands.
-inline constexpr int64_t kRegistrySchemaVersion = 3;
+inline constexpr int64_t kRegistrySchemaVersion = 4;
 // PRAGMA application_id of every registry file ("LGRG"), so that another
 // program's SQLite database is not mistaken for one.
 inline constexpr int64_t kRegistryApplicationId = 0x4C475247;
@@ -46,5 +46,9 @@ Result<int64_t> schema_version(SqliteDb& db);
 //     file without a version (invalid_argument).
 // Each refusal names the file.
 Status migrate(SqliteDb& db, int64_t target = kRegistrySchemaVersion);
+
+// Sets a registry connection up (busy timeout, WAL, synchronous FULL,
+// foreign keys); a file that is not a database fails here, as corrupt.
+Status configure_registry_connection(SqliteDb& db);
 
 }  // namespace loragate

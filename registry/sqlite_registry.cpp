@@ -521,9 +521,10 @@ Result<std::string> pragma_text(SqliteDb& db, const std::string& pragma) {
   return row ? q.column_text(0) : std::string();
 }
 
-// Sets the connection up: everything here but the busy timeout is the first
-// read of the file, so a non-database fails here, as corrupt.
-Status configure(SqliteDb& db) {
+}  // namespace
+
+// Everything here but the busy timeout is the first read of the file.
+Status configure_registry_connection(SqliteDb& db) {
   LG_RETURN_IF_ERROR(db.exec("PRAGMA busy_timeout = " + std::to_string(kBusyTimeoutMs)));
   LG_ASSIGN_OR_RETURN(const std::string journal, pragma_text(db, "journal_mode = WAL"));
   if (journal != "wal" && db.path() != ":memory:") {
@@ -540,11 +541,9 @@ Status configure(SqliteDb& db) {
   return Status::ok();
 }
 
-}  // namespace
-
 Result<std::unique_ptr<Registry>> Registry::open(const std::string& path) {
   LG_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::open(path));
-  LG_RETURN_IF_ERROR(configure(*db).with_context("cannot open registry " + in_quotes(path)));
+  LG_RETURN_IF_ERROR(configure_registry_connection(*db).with_context("cannot open registry " + in_quotes(path)));
   LG_RETURN_IF_ERROR(migrate(*db));
   return std::unique_ptr<Registry>(new SqliteRegistry(std::move(db)));
 }
