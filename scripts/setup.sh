@@ -17,6 +17,7 @@ packages=(
   libutf8proc-dev                   # NFC normalisation of tokenizer.json
   python3 python3-numpy             # the reference tool in ../shared/tools (debugging only)
   curl                              # the README's examples
+  chromium                          # headless rendering of the evaluator's HTML report in its test (skipped without it)
 )
 
 missing=()

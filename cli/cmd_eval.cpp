@@ -1,0 +1,295 @@
+// `loragate eval run|ls|show`: the evaluator offline. `run` loads both bases
+// in process, runs the suite's arms, judges them with the gates, stores the
+// run in the registry file's history and writes the JSON / HTML reports;
+// exit 0 pass, 1 fail, 3 inconclusive, 2 error. `show` re-judges a stored
+// run from its items and checks the verdict is the stored one.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "evaluator/arm_engine.h"
+#include "evaluator/gates.h"
+#include "evaluator/report.h"
+#include "evaluator/runner.h"
+#include "evaluator/suite.h"
+#include "registry/evaluation_store.h"
+#include "registry/sha256.h"
+
+namespace loragate::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kExitPass = 0, kExitFail = 1, kExitError = 2, kExitInconclusive = 3;
+
+int exit_code(eval::Verdict v) {
+  switch (v) {
+    case eval::Verdict::kPass: return kExitPass;
+    case eval::Verdict::kFail: return kExitFail;
+    case eval::Verdict::kInconclusive: return kExitInconclusive;
+  }
+  return kExitError;
+}
+
+struct RunFlags {
+  std::string online, candidate, online_name = "online", candidate_name = "candidate";
+  std::string suite, online_adapters, candidate_adapters, gates;
+  std::string db = ".cache/loragate/registry.db";
+  std::string json_out, html_out;
+  bool copied_adapter_arm = false;
+  uint64_t seed = 1;
+};
+
+// "\r[#####-----] 120/488  ETA 12 s" on a terminal; nothing otherwise.
+class ProgressBar {
+ public:
+  ProgressBar() : enabled_(isatty(STDERR_FILENO) != 0), start_(std::chrono::steady_clock::now()) {}
+  void update(int64_t done, int64_t total) {
+    if (!enabled_ || total <= 0) return;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double eta = done > 0 ? elapsed * static_cast<double>(total - done) / static_cast<double>(done) : 0;
+    constexpr int kWidth = 30;
+    const int filled = static_cast<int>(kWidth * done / total);
+    std::fprintf(stderr, "\r[%s%s] %lld/%lld  ETA %.0f s ", std::string(filled, '#').c_str(),
+                 std::string(kWidth - filled, '-').c_str(), static_cast<long long>(done),
+                 static_cast<long long>(total), eta);
+    if (done == total) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  bool enabled_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+Status write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) return Status::io_error("cannot write " + path);
+  return Status::ok();
+}
+
+// {"<arm>/<scenario>": sha256} of the adapters a run used.
+std::string adapters_json(const eval::RunResult& run) {
+  json j = json::object();
+  for (const eval::ScenarioResult& s : run.scenarios) {
+    for (const auto& [arm, a] : s.arms) {
+      if (!a.adapter_sha256.empty()) j[arm + "/" + s.name] = a.adapter_sha256;
+    }
+  }
+  return j.dump();
+}
+
+// The recorded arm: the latest passing run in which the online base itself
+// was judged (as the candidate it was, or as online).
+Result<std::optional<eval::RunResult>> recorded_run(EvaluationStore& store, const std::string& online_sha256) {
+  LG_ASSIGN_OR_RETURN(std::optional<EvaluationRecord> r, store.latest_pass(online_sha256, ""));
+  if (!r) {
+    LG_ASSIGN_OR_RETURN(r, store.latest_pass("", online_sha256));
+  }
+  if (!r) return std::optional<eval::RunResult>();
+  json report = json::parse(r->report, nullptr, /*allow_exceptions=*/false);
+  if (report.is_discarded()) return Status::corrupt("evaluation run " + std::to_string(r->id) + ": report is not JSON");
+  LG_ASSIGN_OR_RETURN(eval::RunResult run, eval::run_from_json(report));
+  run.id = r->id;
+  return std::optional<eval::RunResult>(std::move(run));
+}
+
+void print_summary(const eval::RunResult& run) {
+  std::printf("%-10s %-22s %8s %8s %8s %8s %8s\n", "scenario", "arm", "keyword", "EM", "ROUGE-L", "ppl", "agree");
+  for (const eval::ScenarioResult& s : run.scenarios) {
+    for (const char* arm : {"online", "candidate", "online_no_adapter", "candidate_no_adapter", "copied_adapter"}) {
+      auto it = s.arms.find(arm);
+      if (it == s.arms.end()) continue;
+      const eval::ArmMetrics& m = it->second.metrics;
+      std::printf("%-10s %-22s %8.3f %8.3f %8.3f %8.3f %8.3f\n", s.name.c_str(), arm, m.keyword_rate,
+                  m.exact_match_rate, m.rougeL_f1, m.perplexity, m.agreement);
+    }
+  }
+  for (const eval::GenericResult& g : run.generic) {
+    std::printf("generic    %-22s perplexity %.3f\n", g.arm.c_str(), g.perplexity);
+  }
+  for (const eval::GateResult& g : run.gates) {
+    if (g.verdict == eval::Verdict::kPass) continue;
+    std::printf("%-12s %s/%s: %s\n", eval::verdict_name(g.verdict), g.scenario.c_str(), g.metric.c_str(),
+                g.why.c_str());
+  }
+  std::printf("verdict: %s (run %lld)\n", eval::verdict_name(run.verdict), static_cast<long long>(run.id));
+}
+
+Status write_reports(const eval::RunResult& run, const std::string& json_out, const std::string& html_out) {
+  if (!json_out.empty()) {
+    LG_RETURN_IF_ERROR(write_text(json_out, eval::report_json(run).dump(2, ' ', false, json::error_handler_t::replace)));
+  }
+  if (!html_out.empty()) LG_RETURN_IF_ERROR(write_text(html_out, eval::report_html(run)));
+  return Status::ok();
+}
+
+Result<eval::Verdict> run_eval(const RunFlags& f) {
+  LG_ASSIGN_OR_RETURN(eval::Suite suite, eval::load_suite(f.suite));
+  eval::GateConfig gates = eval::GateConfig::defaults();
+  if (!f.gates.empty()) {
+    LG_ASSIGN_OR_RETURN(gates, eval::GateConfig::load(f.gates));
+  }
+  // Every rule spelled out: the stored run is judged the same whatever later defaults say.
+  const std::string gates_text = gates.to_yaml();
+  EngineOptions options;
+  options.max_loras = 4;
+  options.kv_cache_bytes = 64ll << 20;
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<eval::ArmEngine> online, eval::load_offline_arm(f.online_name, f.online, options));
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<eval::ArmEngine> candidate,
+                      eval::load_offline_arm(f.candidate_name, f.candidate, options));
+  const std::filesystem::path parent = std::filesystem::path(f.db).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<EvaluationStore> store, EvaluationStore::open(f.db));
+
+  ProgressBar bar;
+  eval::RunnerOptions ro;
+  ro.online_adapters = f.online_adapters;
+  ro.candidate_adapters = f.candidate_adapters;
+  ro.copied_adapter_arm = f.copied_adapter_arm;
+  ro.seed = f.seed;
+  ro.progress = [&bar](int64_t done, int64_t total) { bar.update(done, total); };
+  LG_ASSIGN_OR_RETURN(eval::RunResult run, eval::run_suite(suite, *online, *candidate, ro));
+  run.gates_text = gates_text;
+  run.gates_sha256 = sha256_hex(gates_text);
+  LG_ASSIGN_OR_RETURN(std::optional<eval::RunResult> recorded, recorded_run(*store, run.online_sha256));
+  run.gates = eval::evaluate_gates(gates, run, recorded ? &*recorded : nullptr);
+  run.verdict = eval::overall_verdict(run.gates);
+
+  EvaluationRecord record;
+  record.started_at = run.started_at;
+  record.finished_at =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  record.online_base = run.online_base;
+  record.online_sha256 = run.online_sha256;
+  record.candidate_base = run.candidate_base;
+  record.candidate_sha256 = run.candidate_sha256;
+  record.adapters = adapters_json(run);
+  record.suite_sha256 = run.suite_sha256;
+  record.gates_sha256 = run.gates_sha256;
+  record.verdict = eval::verdict_name(run.verdict);
+  json report = eval::report_json(run);
+  if (recorded) report["recorded_run_id"] = recorded->id;  // what `eval show` judges it against again
+  record.report = report.dump(-1, ' ', false, json::error_handler_t::replace);
+  LG_ASSIGN_OR_RETURN(run.id, store->add(record));
+  LG_RETURN_IF_ERROR(write_reports(run, f.json_out, f.html_out));
+  print_summary(run);
+  return run.verdict;
+}
+
+// Judges a stored run again from its items; a differing verdict is an error.
+Result<eval::Verdict> show_eval(const std::string& db, int64_t id, const std::string& html_out, bool as_json) {
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<EvaluationStore> store, EvaluationStore::open(db));
+  LG_ASSIGN_OR_RETURN(EvaluationRecord record, store->get(id));
+  json report = json::parse(record.report, nullptr, /*allow_exceptions=*/false);
+  if (report.is_discarded()) return Status::corrupt("evaluation run " + std::to_string(id) + ": report is not JSON");
+  LG_ASSIGN_OR_RETURN(eval::RunResult run, eval::run_from_json(report));
+  run.id = id;
+  LG_ASSIGN_OR_RETURN(eval::GateConfig gates, eval::GateConfig::parse(run.gates_text, "stored gates of run " +
+                                                                                          std::to_string(id)));
+  std::optional<eval::RunResult> recorded;
+  if (report.contains("recorded_run_id")) {  // the recorded arm it was judged against
+    LG_ASSIGN_OR_RETURN(EvaluationRecord earlier, store->get(report["recorded_run_id"].get<int64_t>()));
+    const json stored = json::parse(earlier.report, nullptr, /*allow_exceptions=*/false);
+    if (stored.is_discarded()) return Status::corrupt("evaluation run " + std::to_string(earlier.id) + ": not JSON");
+    LG_ASSIGN_OR_RETURN(eval::RunResult r, eval::run_from_json(stored));
+    recorded = std::move(r);
+  }
+  const std::vector<eval::GateResult> again = eval::evaluate_gates(gates, run, recorded ? &*recorded : nullptr);
+  const eval::Verdict verdict = eval::overall_verdict(again);
+  if (verdict != run.verdict) {
+    return Status::internal("run " + std::to_string(id) + " was stored as " + eval::verdict_name(run.verdict) +
+                            " but its items give " + eval::verdict_name(verdict));
+  }
+  LG_RETURN_IF_ERROR(write_reports(run, "", html_out));
+  if (as_json) {
+    std::cout << report.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+  } else {
+    print_summary(run);
+    std::printf("recomputed from the stored items: %s (same as stored)\n", eval::verdict_name(verdict));
+  }
+  return verdict;
+}
+
+Status list_evals(const std::string& db) {
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<EvaluationStore> store, EvaluationStore::open(db));
+  LG_ASSIGN_OR_RETURN(std::vector<EvaluationRecord> runs, store->list(50));
+  if (runs.empty()) {
+    std::cout << "no evaluation runs in " << db << "\n";
+    return Status::ok();
+  }
+  std::printf("%-5s %-12s %-20s %-20s %s\n", "RUN", "VERDICT", "ONLINE", "CANDIDATE", "FINISHED (unix)");
+  for (const EvaluationRecord& r : runs) {
+    std::printf("%-5lld %-12s %-20s %-20s %lld\n", static_cast<long long>(r.id), r.verdict.c_str(),
+                (r.online_base + "-" + r.online_sha256.substr(0, 8)).c_str(),
+                (r.candidate_base + "-" + r.candidate_sha256.substr(0, 8)).c_str(),
+                static_cast<long long>(r.finished_at));
+  }
+  return Status::ok();
+}
+
+// Runs `body`; an error prints "loragate: ..." and exits 2, a verdict exits with its code.
+void finish(const Result<eval::Verdict>& v) {
+  if (!v.is_ok()) {
+    fail(v.status().message());
+    throw CLI::RuntimeError(kExitError);
+  }
+  if (*v != eval::Verdict::kPass) throw CLI::RuntimeError(exit_code(*v));
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app) {
+  CLI::App* ev = app.add_subcommand("eval", "Compare a candidate base with the online one: run, list, show evaluations");
+  ev->require_subcommand(1);
+  {
+    auto f = std::make_shared<RunFlags>();
+    CLI::App* cmd = ev->add_subcommand("run", "Evaluate a candidate base against the online one (offline, in process)");
+    cmd->add_option("--online", f->online, "Online base model directory")->required()->check(CLI::ExistingDirectory);
+    cmd->add_option("--candidate", f->candidate, "Candidate base model directory")->required()->check(CLI::ExistingDirectory);
+    cmd->add_option("--online-name", f->online_name, "The online base's name in reports")->capture_default_str();
+    cmd->add_option("--candidate-name", f->candidate_name, "The candidate's name in reports")->capture_default_str();
+    cmd->add_option("--suite", f->suite, "Suite YAML (scenarios, generic set)")->required()->check(CLI::ExistingFile);
+    cmd->add_option("--online-adapters", f->online_adapters, "One PEFT folder per scenario, for the online base")
+        ->required()->check(CLI::ExistingDirectory);
+    cmd->add_option("--candidate-adapters", f->candidate_adapters, "The same, retrained for the candidate")
+        ->required()->check(CLI::ExistingDirectory);
+    cmd->add_option("--gates", f->gates, "Gates YAML (default: the built-in gates of configs/gates.yaml)")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--db", f->db, "Registry file that keeps the history")->capture_default_str();
+    cmd->add_option("--json", f->json_out, "Write the JSON report here");
+    cmd->add_option("--html", f->html_out, "Write the HTML report here");
+    cmd->add_flag("--copied-adapter-arm", f->copied_adapter_arm, "Also run the online adapter on the candidate base");
+    cmd->add_option("--seed", f->seed, "Seed of the bootstrap")->capture_default_str();
+    cmd->callback([f] { finish(run_eval(*f)); });
+  }
+  {
+    auto db = std::make_shared<std::string>(".cache/loragate/registry.db");
+    CLI::App* cmd = ev->add_subcommand("ls", "List stored evaluation runs");
+    cmd->add_option("--db", *db, "Registry file")->capture_default_str();
+    cmd->callback([db] {
+      Status s = list_evals(*db);
+      if (!s.is_ok()) throw CLI::RuntimeError(fail(s.message()) + 1);
+    });
+  }
+  {
+    auto db = std::make_shared<std::string>(".cache/loragate/registry.db");
+    auto id = std::make_shared<int64_t>(0);
+    auto html = std::make_shared<std::string>();
+    auto as_json = std::make_shared<bool>(false);
+    CLI::App* cmd = ev->add_subcommand("show", "Show a stored run, its verdict recomputed from its items");
+    cmd->add_option("RUN", *id, "Run id (see eval ls)")->required();
+    cmd->add_option("--db", *db, "Registry file")->capture_default_str();
+    cmd->add_option("--html", *html, "Also write its HTML report here");
+    cmd->add_flag("--json", *as_json, "Print the stored JSON report");
+    cmd->callback([db, id, html, as_json] { finish(show_eval(*db, *id, *html, *as_json)); });
+  }
+}
+
+}  // namespace loragate::cli

@@ -1,0 +1,119 @@
+#include "evaluator/arm_engine.h"
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+
+namespace loragate::eval {
+namespace {
+
+class OfflineArm final : public ArmEngine {
+ public:
+  OfflineArm(std::string name, std::string sha256, std::unique_ptr<Engine> engine, ChatTemplate tmpl)
+      : name_(std::move(name)), sha256_(std::move(sha256)), engine_(std::move(engine)), tmpl_(std::move(tmpl)) {}
+
+  Result<std::vector<GenerationResult>> run(std::vector<GenerationRequest> requests) override {
+    return engine_->generate(std::move(requests));
+  }
+  Status add_adapter(const std::string& name, const std::string& path) override {
+    return engine_->adapters()->add(name, path);
+  }
+  const Tokenizer& tokenizer() const override { return *engine_->tokenizer(); }
+  const ChatTemplate& chat_template() const override { return tmpl_; }
+  const std::string& name() const override { return name_; }
+  const std::string& sha256() const override { return sha256_; }
+
+ private:
+  std::string name_, sha256_;
+  std::unique_ptr<Engine> engine_;
+  ChatTemplate tmpl_;
+};
+
+// Collects the results of one batch submitted to an EngineLoop.
+class BatchSink final : public RequestSink {
+ public:
+  explicit BatchSink(size_t n) : results_(n) {}
+  // A request `id` was accepted; its finish may already have arrived.
+  void expect(int64_t id, size_t index) {
+    std::lock_guard<std::mutex> lock(mu_);
+    index_[id] = index;
+    ++pending_;
+  }
+  void on_token(int64_t, int32_t, std::string_view) override {}
+  void on_finish(const GenerationResult& result) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    finished_.push_back(result);
+    --pending_;
+    done_.notify_all();
+  }
+  // Waits for every request; matches results to requests by id.
+  std::vector<GenerationResult> wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_.wait(lock, [&] { return pending_ == 0; });
+    for (GenerationResult& r : finished_) results_[index_.at(r.id)] = std::move(r);
+    return std::move(results_);
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable done_;
+  std::map<int64_t, size_t> index_;
+  std::vector<GenerationResult> finished_;
+  std::vector<GenerationResult> results_;
+  int64_t pending_ = 0;  // accepted minus finished (briefly negative when a finish beats its expect)
+};
+
+class ServingBaseArm final : public ArmEngine {
+ public:
+  explicit ServingBaseArm(std::shared_ptr<ServingBase> base) : base_(std::move(base)) {}
+
+  Result<std::vector<GenerationResult>> run(std::vector<GenerationRequest> requests) override {
+    BatchSink sink(requests.size());
+    size_t submitted = 0;
+    Status failed;
+    // Submitted one by one: an id is known only after submit, and a result
+    // may arrive before expect() ran, so results are matched after all ended.
+    for (size_t i = 0; i < requests.size(); ++i) {
+      requests[i].sink = &sink;
+      Result<int64_t> id = base_->loop().submit(std::move(requests[i]));
+      if (!id.is_ok()) {
+        failed = id.status();
+        break;
+      }
+      sink.expect(*id, i);
+      ++submitted;
+    }
+    std::vector<GenerationResult> results = sink.wait();  // accepted requests end before the sink goes
+    if (!failed.is_ok()) return failed.with_context("request " + std::to_string(submitted) + " of the batch");
+    return results;
+  }
+  Status add_adapter(const std::string& name, const std::string& path) override {
+    if (base_->adapters()->contains(name)) return Status::ok();
+    return base_->adapters()->add(name, path);
+  }
+  const Tokenizer& tokenizer() const override { return *base_->tokenizer(); }
+  const ChatTemplate& chat_template() const override { return base_->chat_template(); }
+  const std::string& name() const override { return base_->name(); }
+  const std::string& sha256() const override { return base_->sha256(); }
+
+ private:
+  std::shared_ptr<ServingBase> base_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ArmEngine>> load_offline_arm(const std::string& name, const std::string& model_dir,
+                                                    const EngineOptions& options) {
+  LG_ASSIGN_OR_RETURN(std::string sha, sha256_of_weights(model_dir));
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::load(model_dir, options));
+  if (engine->tokenizer() == nullptr) return Status::invalid_argument("no tokenizer.json in " + model_dir);
+  if (engine->adapters() == nullptr) return Status::invalid_argument("the evaluator needs max_loras > 0");
+  LG_ASSIGN_OR_RETURN(ChatTemplate tmpl, ChatTemplate::load(model_dir));
+  return std::unique_ptr<ArmEngine>(new OfflineArm(name, std::move(sha), std::move(engine), std::move(tmpl)));
+}
+
+std::unique_ptr<ArmEngine> serving_base_arm(std::shared_ptr<ServingBase> base) {
+  return std::make_unique<ServingBaseArm>(std::move(base));
+}
+
+}  // namespace loragate::eval

@@ -1,0 +1,39 @@
+// ArmEngine: where one base's evaluation requests run — an Engine of its own
+// (offline `loragate eval run`) or the EngineLoop of a loaded ServingBase
+// (evaluations inside a running server, below live traffic's priority).
+// The runner only submits batches of requests and waits for them.
+//
+// Not thread-safe: one runner drives an ArmEngine at a time.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bases/serving_base.h"
+#include "chat/chat_template.h"
+#include "common/status.h"
+#include "engine/engine.h"
+
+namespace loragate::eval {
+
+class ArmEngine {
+ public:
+  virtual ~ArmEngine() = default;
+  // Runs every request to its end; results in request order.
+  virtual Result<std::vector<GenerationResult>> run(std::vector<GenerationRequest> requests) = 0;
+  // Registers an adapter under `name` (kept until the ArmEngine goes).
+  virtual Status add_adapter(const std::string& name, const std::string& path) = 0;
+  virtual const Tokenizer& tokenizer() const = 0;
+  virtual const ChatTemplate& chat_template() const = 0;
+  virtual const std::string& name() const = 0;    // the base's name in reports
+  virtual const std::string& sha256() const = 0;  // of its weights
+};
+
+// Loads `model_dir` into an Engine of its own (f32 weights, greedy-friendly defaults).
+Result<std::unique_ptr<ArmEngine>> load_offline_arm(const std::string& name, const std::string& model_dir,
+                                                    const EngineOptions& options);
+// Runs on a loaded base's loop, beside whatever else it serves.
+std::unique_ptr<ArmEngine> serving_base_arm(std::shared_ptr<ServingBase> base);
+
+}  // namespace loragate::eval

@@ -1,0 +1,45 @@
+// The three-way comparison's data: runs a suite on two bases and scores it.
+//
+// Per scenario, the arms are online (online base + its adapter for the
+// scenario), candidate (candidate base + the adapter retrained for it), both
+// bases without adapter, and optionally the online adapter copied onto the
+// candidate base. Every item is generated greedily one request at a time,
+// the arms interleaved item by item so that machine noise hits them alike
+// (TTFT and time per output token are per item); references are scored by
+// teacher forcing in batches; the generic set gives each base's perplexity
+// without adapters. Gates and verdicts are applied by the caller (gates.h).
+//
+// Not thread-safe: one run at a time per pair of ArmEngines.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "evaluator/arm_engine.h"
+#include "evaluator/eval_types.h"
+
+namespace loragate::eval {
+
+// The adapter an arm uses for a scenario: its name on the arm's engine and
+// its PEFT directory (registered under that name when not yet there).
+struct AdapterChoice {
+  std::string name;
+  std::string dir;
+};
+
+struct RunnerOptions {
+  std::string online_adapters;     // a directory with one PEFT folder per scenario name
+  std::string candidate_adapters;  // the same, retrained for the candidate base
+  // Instead of the two directories: the adapter of a scenario on the online
+  // (candidate = false) or the candidate base, e.g. what the registry routes.
+  std::function<Result<AdapterChoice>(const std::string& scenario, bool candidate)> adapter_for;
+  bool copied_adapter_arm = false; // also run the online adapter on the candidate base (reported, not gated)
+  uint64_t seed = 1;               // recorded with the run (decoding is greedy)
+  // Called after each unit of work with (done, total); may be empty.
+  std::function<void(int64_t done, int64_t total)> progress;
+};
+
+Result<RunResult> run_suite(const Suite& suite, ArmEngine& online, ArmEngine& candidate, const RunnerOptions& options);
+
+}  // namespace loragate::eval
