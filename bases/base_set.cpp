@@ -331,7 +331,19 @@ Result<SwapRecord> BaseSet::promote(const std::string& name, bool force, const s
                                        joined(missing) + " with no version on '" + name +
                                        "'; register them on '" + name + "' or promote with force");
   }
-  return swap_to(name, "promote", force && !missing.empty(), missing, actor);
+  std::string note = missing.empty() ? "" : "missing on '" + name + "': " + joined(missing);
+  if (promote_check_) {
+    const std::shared_ptr<ServingBase> current = serving();
+    Status allowed = current ? promote_check_(*current, *target) : Status::ok();
+    if (!allowed.is_ok() && !force) return allowed;
+    if (!allowed.is_ok()) note += (note.empty() ? "" : "; ") + allowed.message();
+  }
+  return swap_to(name, "promote", force && !note.empty(), note, actor);
+}
+
+void BaseSet::set_promote_check(PromoteCheck check) {
+  std::lock_guard<std::mutex> admin(admin_mu_);
+  promote_check_ = std::move(check);
 }
 
 Result<SwapRecord> BaseSet::rollback(const std::string& actor) {
@@ -345,19 +357,21 @@ Result<SwapRecord> BaseSet::rollback(const std::string& actor) {
   }
   if (previous.empty()) return Status::failed_precondition("no previous base is loaded to roll back to");
   LG_ASSIGN_OR_RETURN(std::shared_ptr<ServingBase> target, find(previous));
-  return swap_to(previous, "rollback", /*forced=*/false, missing_on(*target), actor);
+  const std::vector<std::string> missing = missing_on(*target);
+  return swap_to(previous, "rollback", /*forced=*/false,
+                 missing.empty() ? "" : "missing on '" + previous + "': " + joined(missing), actor);
 }
 
 // The caller holds admin_mu_. The registry commits first: a crash before it
 // leaves the old base serving, after it the new one, never neither or both.
 Result<SwapRecord> BaseSet::swap_to(const std::string& name, const std::string& kind, bool forced,
-                                    const std::vector<std::string>& missing, const std::string& actor) {
+                                    const std::string& note, const std::string& actor) {
   SwapRecord swap;
   swap.actor = actor.empty() ? "admin" : actor;
   swap.to_base = name;
   swap.kind = kind;
   swap.forced = forced;
-  swap.note = missing.empty() ? "" : "missing on '" + name + "': " + joined(missing);
+  swap.note = note;
   {
     std::lock_guard<std::mutex> lock(mu_);
     swap.from_base = serving_name_;

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -79,6 +80,11 @@ class BaseSet {
   Result<SwapRecord> promote(const std::string& name, bool force, const std::string& actor);
   // Promotes the previous base back, whatever it lacks.
   Result<SwapRecord> rollback(const std::string& actor);
+  // Asked before every promote: ok, or why the candidate may not serve yet
+  // (e.g. no passing evaluation). Without force its error refuses the
+  // promote; with force the swap is recorded as forced, with the reason.
+  using PromoteCheck = std::function<Status(const ServingBase& serving, const ServingBase& candidate)>;
+  void set_promote_check(PromoteCheck check);
 
   // The serving base (null before start_serving).
   std::shared_ptr<ServingBase> serving() const;
@@ -105,8 +111,8 @@ class BaseSet {
   void load_in_background(BaseSpec spec, BaseState after_load);
   Status restore_adapters(ServingBase& base);
   std::vector<std::string> missing_on(const ServingBase& target) const;
-  Result<SwapRecord> swap_to(const std::string& name, const std::string& kind, bool forced,
-                             const std::vector<std::string>& missing, const std::string& actor);
+  Result<SwapRecord> swap_to(const std::string& name, const std::string& kind, bool forced, const std::string& note,
+                             const std::string& actor);
   void record_state(const Entry& e);
   void reaper_main();
 
@@ -115,6 +121,7 @@ class BaseSet {
   const std::shared_ptr<ComputeGate> gate_;
 
   std::mutex admin_mu_;                    // serialises add/remove/promote/rollback
+  PromoteCheck promote_check_;             // guarded by admin_mu_
   mutable std::mutex mu_;
   mutable std::condition_variable changed_;
   std::map<std::string, Entry> entries_;   // guarded by mu_

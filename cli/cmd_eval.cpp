@@ -11,9 +11,12 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <thread>
 
+#include "cli/admin_client.h"
 #include "cli/commands.h"
 #include "evaluator/arm_engine.h"
+#include "evaluator/evaluation_jobs.h"
 #include "evaluator/gates.h"
 #include "evaluator/report.h"
 #include "evaluator/runner.h"
@@ -38,6 +41,7 @@ int exit_code(eval::Verdict v) {
 }
 
 struct RunFlags {
+  std::string url;  // server mode: the server evaluates its loaded candidate `candidate`
   std::string online, candidate, online_name = "online", candidate_name = "candidate";
   std::string suite, online_adapters, candidate_adapters, gates;
   std::string db = ".cache/loragate/registry.db";
@@ -74,32 +78,6 @@ Status write_text(const std::string& path, const std::string& text) {
   return Status::ok();
 }
 
-// {"<arm>/<scenario>": sha256} of the adapters a run used.
-std::string adapters_json(const eval::RunResult& run) {
-  json j = json::object();
-  for (const eval::ScenarioResult& s : run.scenarios) {
-    for (const auto& [arm, a] : s.arms) {
-      if (!a.adapter_sha256.empty()) j[arm + "/" + s.name] = a.adapter_sha256;
-    }
-  }
-  return j.dump();
-}
-
-// The recorded arm: the latest passing run in which the online base itself
-// was judged (as the candidate it was, or as online).
-Result<std::optional<eval::RunResult>> recorded_run(EvaluationStore& store, const std::string& online_sha256) {
-  LG_ASSIGN_OR_RETURN(std::optional<EvaluationRecord> r, store.latest_pass(online_sha256, ""));
-  if (!r) {
-    LG_ASSIGN_OR_RETURN(r, store.latest_pass("", online_sha256));
-  }
-  if (!r) return std::optional<eval::RunResult>();
-  json report = json::parse(r->report, nullptr, /*allow_exceptions=*/false);
-  if (report.is_discarded()) return Status::corrupt("evaluation run " + std::to_string(r->id) + ": report is not JSON");
-  LG_ASSIGN_OR_RETURN(eval::RunResult run, eval::run_from_json(report));
-  run.id = r->id;
-  return std::optional<eval::RunResult>(std::move(run));
-}
-
 void print_summary(const eval::RunResult& run) {
   std::printf("%-10s %-22s %8s %8s %8s %8s %8s\n", "scenario", "arm", "keyword", "EM", "ROUGE-L", "ppl", "agree");
   for (const eval::ScenarioResult& s : run.scenarios) {
@@ -130,14 +108,52 @@ Status write_reports(const eval::RunResult& run, const std::string& json_out, co
   return Status::ok();
 }
 
+// Server mode: POST /admin/evaluations, then poll until it ends.
+Result<eval::Verdict> run_remote(const RunFlags& f) {
+  AdminOptions o;
+  o.url = f.url;
+  o.token = std::getenv("LORAGATE_ADMIN_TOKEN") != nullptr ? std::getenv("LORAGATE_ADMIN_TOKEN") : "";
+  std::error_code ec;
+  auto absolute = [&](const std::string& p) {  // the server does not share our working directory
+    return p.empty() || !std::filesystem::exists(p, ec) ? p : std::filesystem::absolute(p, ec).lexically_normal().string();
+  };
+  json body = {{"candidate", f.candidate}, {"suite", absolute(f.suite)}};
+  if (!f.gates.empty()) body["gates"] = absolute(f.gates);
+  LG_ASSIGN_OR_RETURN(json job, admin_call(o, "POST", "/admin/evaluations", body));
+  const std::string target = "/admin/evaluations/" + std::to_string(job.value("id", 0));
+  ProgressBar bar;
+  for (;;) {
+    LG_ASSIGN_OR_RETURN(job, admin_call(o, "GET", target));
+    bar.update(job.value("done", 0), job.value("total", 0));
+    const std::string state = job.value("state", "");
+    if (state == "failed") return Status::internal("the evaluation failed: " + job.value("error", std::string()));
+    if (state == "done") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  for (const json& g : job.value("gates", json::array())) {
+    if (g.value("verdict", "") == "pass") continue;
+    std::printf("%-12s %s/%s: %s\n", g.value("verdict", "").c_str(), g.value("scenario", "").c_str(),
+                g.value("metric", "").c_str(), g.value("why", "").c_str());
+  }
+  const std::string verdict = job.value("verdict", "");
+  std::printf("verdict: %s (run %lld)\n", verdict.c_str(), static_cast<long long>(job.value("run", 0)));
+  if (verdict == "pass") return eval::Verdict::kPass;
+  if (verdict == "fail") return eval::Verdict::kFail;
+  return eval::Verdict::kInconclusive;
+}
+
 Result<eval::Verdict> run_eval(const RunFlags& f) {
+  if (!f.url.empty()) return run_remote(f);
+  for (const auto& [flag, value] : {std::pair<const char*, const std::string&>{"--online", f.online},
+                                    {"--online-adapters", f.online_adapters},
+                                    {"--candidate-adapters", f.candidate_adapters}}) {
+    if (value.empty()) return Status::invalid_argument(std::string(flag) + " is required without --url");
+  }
   LG_ASSIGN_OR_RETURN(eval::Suite suite, eval::load_suite(f.suite));
   eval::GateConfig gates = eval::GateConfig::defaults();
   if (!f.gates.empty()) {
     LG_ASSIGN_OR_RETURN(gates, eval::GateConfig::load(f.gates));
   }
-  // Every rule spelled out: the stored run is judged the same whatever later defaults say.
-  const std::string gates_text = gates.to_yaml();
   EngineOptions options;
   options.max_loras = 4;
   options.kv_cache_bytes = 64ll << 20;
@@ -156,28 +172,7 @@ Result<eval::Verdict> run_eval(const RunFlags& f) {
   ro.seed = f.seed;
   ro.progress = [&bar](int64_t done, int64_t total) { bar.update(done, total); };
   LG_ASSIGN_OR_RETURN(eval::RunResult run, eval::run_suite(suite, *online, *candidate, ro));
-  run.gates_text = gates_text;
-  run.gates_sha256 = sha256_hex(gates_text);
-  LG_ASSIGN_OR_RETURN(std::optional<eval::RunResult> recorded, recorded_run(*store, run.online_sha256));
-  run.gates = eval::evaluate_gates(gates, run, recorded ? &*recorded : nullptr);
-  run.verdict = eval::overall_verdict(run.gates);
-
-  EvaluationRecord record;
-  record.started_at = run.started_at;
-  record.finished_at =
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  record.online_base = run.online_base;
-  record.online_sha256 = run.online_sha256;
-  record.candidate_base = run.candidate_base;
-  record.candidate_sha256 = run.candidate_sha256;
-  record.adapters = adapters_json(run);
-  record.suite_sha256 = run.suite_sha256;
-  record.gates_sha256 = run.gates_sha256;
-  record.verdict = eval::verdict_name(run.verdict);
-  json report = eval::report_json(run);
-  if (recorded) report["recorded_run_id"] = recorded->id;  // what `eval show` judges it against again
-  record.report = report.dump(-1, ' ', false, json::error_handler_t::replace);
-  LG_ASSIGN_OR_RETURN(run.id, store->add(record));
+  LG_ASSIGN_OR_RETURN(run, eval::judge_and_store(std::move(run), gates, *store));
   LG_RETURN_IF_ERROR(write_reports(run, f.json_out, f.html_out));
   print_summary(run);
   return run.verdict;
@@ -250,16 +245,20 @@ void add_eval_command(CLI::App& app) {
   ev->require_subcommand(1);
   {
     auto f = std::make_shared<RunFlags>();
-    CLI::App* cmd = ev->add_subcommand("run", "Evaluate a candidate base against the online one (offline, in process)");
-    cmd->add_option("--online", f->online, "Online base model directory")->required()->check(CLI::ExistingDirectory);
-    cmd->add_option("--candidate", f->candidate, "Candidate base model directory")->required()->check(CLI::ExistingDirectory);
+    CLI::App* cmd = ev->add_subcommand(
+        "run", "Evaluate a candidate base against the online one: in process, or inside a server with --url");
+    cmd->add_option("--url", f->url, "Server mode: the server evaluates its loaded base --candidate (token: "
+                                     "$LORAGATE_ADMIN_TOKEN); the suite is read by the server");
+    cmd->add_option("--online", f->online, "Online base model directory")->check(CLI::ExistingDirectory);
+    cmd->add_option("--candidate", f->candidate, "Candidate base model directory (with --url: the base's name)")
+        ->required();
     cmd->add_option("--online-name", f->online_name, "The online base's name in reports")->capture_default_str();
     cmd->add_option("--candidate-name", f->candidate_name, "The candidate's name in reports")->capture_default_str();
     cmd->add_option("--suite", f->suite, "Suite YAML (scenarios, generic set)")->required()->check(CLI::ExistingFile);
     cmd->add_option("--online-adapters", f->online_adapters, "One PEFT folder per scenario, for the online base")
-        ->required()->check(CLI::ExistingDirectory);
+        ->check(CLI::ExistingDirectory);
     cmd->add_option("--candidate-adapters", f->candidate_adapters, "The same, retrained for the candidate")
-        ->required()->check(CLI::ExistingDirectory);
+        ->check(CLI::ExistingDirectory);
     cmd->add_option("--gates", f->gates, "Gates YAML (default: the built-in gates of configs/gates.yaml)")
         ->check(CLI::ExistingFile);
     cmd->add_option("--db", f->db, "Registry file that keeps the history")->capture_default_str();

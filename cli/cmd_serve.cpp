@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/demo.h"
 #include "cli/serve_config.h"
+#include "evaluator/evaluation_jobs.h"
 #include "gateway/admin_api.h"
 #include "gateway/gateway.h"
 #include "gateway/metrics.h"
@@ -25,7 +26,7 @@ namespace {
 struct ServeFlags {
   std::string config;
   std::string host, model, served_name, admin_token, registry;
-  std::vector<std::string> adapter_roots, base_roots;
+  std::vector<std::string> adapter_roots, base_roots, eval_roots;
   int port = -1;
 };
 
@@ -98,6 +99,7 @@ int run_serve(const ServeFlags& f) {
   if (!f.registry.empty()) c.registry_path = f.registry;
   if (!f.adapter_roots.empty()) c.adapter_roots = f.adapter_roots;
   if (!f.base_roots.empty()) c.base_roots = f.base_roots;
+  if (!f.eval_roots.empty()) c.eval_roots = f.eval_roots;
 
   const bool demo = c.model_path.empty();
   if (demo) {
@@ -131,9 +133,17 @@ int run_serve(const ServeFlags& f) {
   std::shared_ptr<ServingBase> serving = bases.serving();
   reload_other_bases(**registry, bases, serving->name());
 
+  Result<std::unique_ptr<EvaluationStore>> evaluations = EvaluationStore::open(c.registry_path);
+  if (!evaluations.is_ok()) return fail(evaluations.status().to_string());
+  eval::EvaluationJobs jobs(&bases, registry->get(), evaluations->get());
+  if (c.require_evaluation) {
+    bases.set_promote_check([&jobs](const ServingBase& serving, const ServingBase& candidate) {
+      return jobs.check_promotion(serving, candidate);
+    });
+  }
   Metrics metrics(&bases);
-  AdminApi admin({c.resolved_admin_token(), c.adapter_roots, c.resolved_base_roots()}, registry->get(), &bases,
-                 &metrics);
+  AdminApi admin({c.resolved_admin_token(), c.adapter_roots, c.resolved_base_roots(), c.eval_roots}, registry->get(),
+                 &bases, &metrics, &jobs, evaluations->get());
   if (Status s = apply_config_registrations(c, **registry, *serving, admin); !s.is_ok()) return fail(s.message());
   const std::string fingerprint = serving->fingerprint();
   const size_t num_adapters = serving->adapters()->list().size();
@@ -187,6 +197,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--registry", f->registry, "SQLite registry file (overrides adapters.registry)");
   cmd->add_option("--adapter-root", f->adapter_roots,
                   "Directory adapters may be registered from (overrides adapters.roots; repeatable)");
+  cmd->add_option("--eval-root", f->eval_roots,
+                  "Directory evaluation suites and gates may be read from (overrides evaluation.roots; repeatable)");
   cmd->add_option("--base-root", f->base_roots, "Directory candidate bases may be loaded from (overrides bases.roots; repeatable)");
   cmd->callback([f] {
     if (int rc = run_serve(*f); rc != 0) throw CLI::RuntimeError(rc);

@@ -126,7 +126,8 @@ Result<ServeConfig> ServeConfig::parse(const std::string& yaml_text, const std::
   auto in_file = [&](Status s) { return s.with_context(source); };
   const Section top(root, "");
   LG_RETURN_IF_ERROR(
-      in_file(top.check_keys({"server", "model", "engine", "adapters", "bases", "scenarios", "auth", "demo"})));
+      in_file(top.check_keys({"server", "model", "engine", "adapters", "bases", "evaluation", "scenarios", "auth",
+                              "demo"})));
   LG_RETURN_IF_ERROR(in_file(parse_server(Section(top.child("server"), "server"), c.server)));
   LG_RETURN_IF_ERROR(in_file(parse_engine(Section(top.child("engine"), "engine"), c)));
 
@@ -162,6 +163,11 @@ Result<ServeConfig> ServeConfig::parse(const std::string& yaml_text, const std::
   const Section bases(top.child("bases"), "bases");
   LG_RETURN_IF_ERROR(in_file(bases.check_keys({"roots"})));
   LG_RETURN_IF_ERROR(in_file(bases.read("roots", c.base_roots)));
+
+  const Section evaluation(top.child("evaluation"), "evaluation");
+  LG_RETURN_IF_ERROR(in_file(evaluation.check_keys({"roots", "require_pass_to_promote"})));
+  LG_RETURN_IF_ERROR(in_file(evaluation.read("roots", c.eval_roots)));
+  LG_RETURN_IF_ERROR(in_file(evaluation.read("require_pass_to_promote", c.require_evaluation)));
 
   const YAML::Node scenarios = top.child("scenarios");
   if (scenarios && !scenarios.IsNull()) {

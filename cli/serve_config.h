@@ -31,6 +31,9 @@ struct ServeConfig {
                                                 // loaded base; 0 = 80% of physical memory
   std::vector<std::string> base_roots;          // bases.roots: candidate base paths must lie inside one;
                                                 // empty = the directory holding model.path
+  std::vector<std::string> eval_roots;          // evaluation.roots: suites and gates files must lie inside one
+  bool require_evaluation = true;               // evaluation.require_pass_to_promote: promote needs a passing
+                                                // run of the candidate against the serving base (or force)
   std::vector<std::string> adapter_roots;       // adapters.roots: registered paths must lie inside one
   std::string registry_path = ".cache/loragate/registry.db";  // adapters.registry: the SQLite file
   std::vector<PreloadAdapter> preload;          // adapters.preload: registered at start when absent

@@ -1,6 +1,7 @@
 #include "gateway/admin_api.h"
 
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -84,6 +85,15 @@ json base_json(const BaseStatus& b) {
   return j;
 }
 
+json job_json(const eval::JobStatus& j) {
+  json out = {{"id", j.id},       {"candidate", j.candidate}, {"online", j.online}, {"state", j.state},
+              {"done", j.done},   {"total", j.total}};
+  if (!j.verdict.empty()) out["verdict"] = j.verdict;
+  if (j.run_id > 0) out["run"] = j.run_id;
+  if (!j.error.empty()) out["error"] = j.error;
+  return out;
+}
+
 json swap_json(const SwapRecord& s) {
   return {{"id", s.id},     {"at", s.at},         {"actor", s.actor}, {"from", s.from_base},
           {"to", s.to_base}, {"kind", s.kind},     {"forced", s.forced}, {"note", s.note}};
@@ -163,8 +173,14 @@ Result<std::string> resolve_inside_roots(const std::string& path, const std::vec
                                   "', outside every configured " + what + " root (" + key + ")");
 }
 
-AdminApi::AdminApi(AdminOptions options, Registry* registry, BaseSet* bases, const Metrics* metrics)
-    : options_(std::move(options)), registry_(registry), bases_(bases), metrics_(metrics) {}
+AdminApi::AdminApi(AdminOptions options, Registry* registry, BaseSet* bases, const Metrics* metrics,
+                   eval::EvaluationJobs* jobs, EvaluationStore* evaluations)
+    : options_(std::move(options)),
+      registry_(registry),
+      bases_(bases),
+      metrics_(metrics),
+      jobs_(jobs),
+      evaluations_(evaluations) {}
 
 Result<std::shared_ptr<ServingBase>> AdminApi::base_named(const std::string& name) const {
   if (!name.empty()) return bases_->find(name);
@@ -363,6 +379,9 @@ void AdminApi::install(Router& router) {
     swapped(ex, bases_->promote(name, force, actor_of(ex->request(), body)));
   }));
 
+  // --- evaluations ---
+  if (jobs_ != nullptr && evaluations_ != nullptr) install_evaluations(router, guarded);
+
   // vLLM's runtime LoRA routes, behind the same token, on the serving base.
   router.add(http::verb::post, "/v1/load_lora_adapter", guarded([add_adapter](const std::shared_ptr<Exchange>& ex) {
     add_adapter(ex, "lora_name", "lora_path");
@@ -375,6 +394,59 @@ void AdminApi::install(Router& router) {
                if (auto e = string_field(body, "lora_name", &name)) return ex->respond(e->to_response());
                remove_adapter(ex, name, named_base(ex->request(), body));
              }));
+}
+
+template <typename Guard>
+void AdminApi::install_evaluations(Router& router, Guard guarded) {
+  router.add(http::verb::post, "/admin/evaluations", guarded([this](const std::shared_ptr<Exchange>& ex) {
+    json body;
+    std::string candidate, suite, gates;
+    if (auto e = parse_object(ex->request(), &body)) return ex->respond(e->to_response());
+    if (auto e = string_field(body, "candidate", &candidate)) return ex->respond(e->to_response());
+    if (auto e = string_field(body, "suite", &suite)) return ex->respond(e->to_response());
+    if (auto e = optional_string(body, "gates", &gates)) return ex->respond(e->to_response());
+    Result<std::string> suite_path = resolve_inside_roots(suite, options_.eval_roots, "suite", "evaluation.roots");
+    if (!suite_path.is_ok()) return ex->respond(status_response(suite_path.status()));
+    std::string gates_path;
+    if (!gates.empty()) {
+      Result<std::string> g = resolve_inside_roots(gates, options_.eval_roots, "gates", "evaluation.roots");
+      if (!g.is_ok()) return ex->respond(status_response(g.status()));
+      gates_path = *g;
+    }
+    Result<eval::JobStatus> job = jobs_->start(candidate, *suite_path, gates_path);
+    if (!job.is_ok()) return ex->respond(status_response(job.status()));
+    ex->respond(json_response(http::status::accepted, job_json(*job)));
+  }));
+  router.add(http::verb::get, "/admin/evaluations", guarded([this](const std::shared_ptr<Exchange>& ex) {
+    json data = json::array(), runs = json::array();
+    for (const eval::JobStatus& j : jobs_->list()) data.push_back(job_json(j));
+    Result<std::vector<EvaluationRecord>> stored = evaluations_->list(20);
+    if (!stored.is_ok()) return ex->respond(status_response(stored.status()));
+    for (const EvaluationRecord& r : *stored) {
+      runs.push_back({{"run", r.id}, {"verdict", r.verdict}, {"online", r.online_base}, {"candidate", r.candidate_base},
+                      {"candidate_sha256", r.candidate_sha256}, {"finished_at", r.finished_at}});
+    }
+    ex->respond(json_response(http::status::ok, {{"object", "list"}, {"data", data}, {"runs", runs}}));
+  }));
+  router.add_prefix(http::verb::get, "/admin/evaluations/", guarded([this](const std::shared_ptr<Exchange>& ex) {
+    const std::string tail = tail_after(ex->request(), "/admin/evaluations/");
+    char* end = nullptr;
+    const long long id = std::strtoll(tail.c_str(), &end, 10);
+    if (tail.empty() || *end != '\0' || id <= 0) {
+      return ex->respond(bad_request("the evaluation id must be a positive integer").to_response());
+    }
+    Result<eval::JobStatus> job = jobs_->get(id);
+    if (!job.is_ok()) return ex->respond(status_response(job.status()));
+    json out = job_json(*job);
+    if (job->run_id > 0) {  // the verdict and its gates, from the stored run
+      Result<EvaluationRecord> run = evaluations_->get(job->run_id);
+      if (run.is_ok()) {
+        const json report = json::parse(run->report, nullptr, /*allow_exceptions=*/false);
+        if (!report.is_discarded()) out["gates"] = report.value("gates", json::array());
+      }
+    }
+    ex->respond(json_response(http::status::ok, out));
+  }));
 }
 
 }  // namespace loragate

@@ -11,6 +11,8 @@
 //   DELETE /admin/bases/{name}                   unload a base that does not serve
 //   POST   /admin/bases/{name}/promote {force?, by?}
 //   POST   /admin/bases/rollback {by?}
+//   POST   /admin/evaluations {candidate, suite, gates?}   evaluate a candidate in the background (202)
+//   GET    /admin/evaluations[/{id}]             progress and verdict; stored runs
 //   POST   /v1/load_lora_adapter {lora_name, lora_path}     vLLM-compatible aliases (serving base)
 //   POST   /v1/unload_lora_adapter {lora_name}
 //
@@ -27,6 +29,7 @@
 #include <vector>
 
 #include "bases/base_set.h"
+#include "evaluator/evaluation_jobs.h"
 #include "gateway/metrics.h"
 #include "gateway/router.h"
 #include "registry/registry.h"
@@ -37,11 +40,14 @@ struct AdminOptions {
   std::string token;                       // "" = admin routes answer 403
   std::vector<std::string> adapter_roots;  // registered adapter paths must lie inside one
   std::vector<std::string> base_roots;     // base model paths must lie inside one
+  std::vector<std::string> eval_roots;     // suite and gates files of evaluations must lie inside one
 };
 
 class AdminApi {
  public:
-  AdminApi(AdminOptions options, Registry* registry, BaseSet* bases, const Metrics* metrics);
+  // `jobs` and `evaluations` may be null: the evaluation routes then answer 404.
+  AdminApi(AdminOptions options, Registry* registry, BaseSet* bases, const Metrics* metrics,
+           eval::EvaluationJobs* jobs = nullptr, EvaluationStore* evaluations = nullptr);
   // Adds the admin routes to `router`.
   void install(Router& router);
 
@@ -57,11 +63,15 @@ class AdminApi {
 
  private:
   Result<std::shared_ptr<ServingBase>> base_named(const std::string& name) const;
+  template <typename Guard>
+  void install_evaluations(Router& router, Guard guarded);
 
   AdminOptions options_;
   Registry* registry_;
   BaseSet* bases_;
   const Metrics* metrics_;
+  eval::EvaluationJobs* jobs_;
+  EvaluationStore* evaluations_;
 };
 
 // The real path of `path` when it lies inside one of `roots` (every "..",

@@ -81,13 +81,18 @@ class BaseSwapTest : public ::testing::Test {
   void SetUp() override {
     LG_REQUIRE_SHARED("eval/bases/candidate-good/model.safetensors");
     dir_ = testing::make_temp_dir("lg-swap");
+    // The swap mechanics, without the evaluation promote asks for.
+    write_config("evaluation: {require_pass_to_promote: false}\n");
+  }
+
+  void write_config(const std::string& evaluation) {
     std::ofstream(dir_ + "/config.yaml") << "model: {path: " << testing::shared_dir()
                                          << "/models/stories260K, served_name: online}\n"
                                          << "adapters: {roots: [" << eval_dir() << "/adapters], registry: " << dir_
                                          << "/registry.db}\n"
                                          << "bases: {roots: [" << eval_dir() << "/bases, " << dir_ << "]}\n"
                                          << "engine: {max_loras: 4, kv_cache_mib: 64}\n"
-                                         << "server: {io_threads: 2}\n";
+                                         << evaluation << "server: {io_threads: 2}\n";
   }
 
   std::string start(ServerProcess& p) {
@@ -334,6 +339,72 @@ TEST_F(BaseSwapTest, KillDuringPromoteRestartsOnExactlyOneBase) {
     std::filesystem::remove(dir_ + "/registry.db-wal");
     std::filesystem::remove(dir_ + "/registry.db-shm");
   }
+}
+
+}  // namespace
+}  // namespace loragate
+
+namespace loragate {
+namespace {
+
+// Promotion gated by the evaluator: promote needs a passing run of the
+// candidate against the serving base with the current adapters.
+TEST_F(BaseSwapTest, PromoteNeedsAPassingEvaluationWithTheCurrentAdapters) {
+  write_config(std::string("evaluation: {roots: [") + LORAGATE_SOURCE_DIR + "/configs], require_pass_to_promote: true}\n");
+  const std::string suite = std::string(LORAGATE_SOURCE_DIR) + "/configs/eval-suite.yaml";
+  ServerProcess server;
+  const std::string url = start(server);
+  register_scenarios(url, "online", /*on_serving=*/true);
+  for (const char* base : {"candidate-good", "candidate-bad"}) {
+    ASSERT_EQ(call(url, "POST", "/admin/bases", {{"name", base}, {"path", eval_dir() + "/bases/" + base}}).status, 202);
+    ASSERT_EQ(wait_loaded(url, base), "candidate");
+    register_scenarios(url, base, /*on_serving=*/false);
+  }
+  auto evaluate = [&](const std::string& candidate) {
+    auto started = call(url, "POST", "/admin/evaluations", {{"candidate", candidate}, {"suite", suite}});
+    EXPECT_EQ(started.status, 202) << started.body;
+    const std::string target = "/admin/evaluations/" + std::to_string(json::parse(started.body).value("id", 0));
+    for (int i = 0; i < 600; ++i) {
+      const json job = json::parse(call(url, "GET", target).body);
+      if (job.value("state", "") != "running") return job;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return json();
+  };
+  EXPECT_EQ(call(url, "POST", "/admin/evaluations", {{"candidate", "candidate-good"}, {"suite", "/etc/passwd"}}).status,
+            400)
+      << "suites must lie inside evaluation.roots";
+
+  auto refused = call(url, "POST", "/admin/bases/candidate-good/promote");
+  EXPECT_EQ(refused.status, 409);
+  EXPECT_NE(refused.body.find("no passing evaluation"), std::string::npos) << refused.body;
+
+  const json bad = evaluate("candidate-bad");
+  EXPECT_EQ(bad.value("verdict", ""), "fail") << bad.dump();
+  EXPECT_EQ(call(url, "POST", "/admin/bases/candidate-bad/promote").status, 409);
+
+  const json good = evaluate("candidate-good");
+  ASSERT_EQ(good.value("verdict", ""), "pass") << good.dump();
+  auto promoted = call(url, "POST", "/admin/bases/candidate-good/promote", {{"by", "eval-test"}});
+  ASSERT_EQ(promoted.status, 200) << promoted.body;
+  EXPECT_EQ(json::parse(promoted.body).at("forced"), false);
+  auto served = call(url, "POST", "/v1/completions", {{"model", "mia"}, {"prompt", "Once upon a time"}, {"max_tokens", 4}});
+  ASSERT_EQ(served.status, 200);
+  EXPECT_EQ(json::parse(served.body).at("system_fingerprint").get<std::string>().rfind("candidate-good-", 0), 0u);
+  ASSERT_EQ(call(url, "POST", "/admin/bases/rollback").status, 200) << "a rollback needs no evaluation";
+
+  // The passing run no longer covers candidate-good once an adapter it used changes.
+  ASSERT_EQ(call(url, "PUT", "/admin/scenarios/mia", {{"adapter", "cat"}, {"base", "candidate-good"}}).status, 200);
+  auto stale = call(url, "POST", "/admin/bases/candidate-good/promote");
+  EXPECT_EQ(stale.status, 409);
+  EXPECT_NE(stale.body.find("changed since"), std::string::npos) << stale.body;
+  auto forced = call(url, "POST", "/admin/bases/candidate-good/promote", {{"force", true}});
+  ASSERT_EQ(forced.status, 200) << forced.body;
+  EXPECT_EQ(json::parse(forced.body).at("forced"), true);
+  EXPECT_NE(json::parse(forced.body).at("note").get<std::string>().find("changed since"), std::string::npos);
+  const json runs = json::parse(call(url, "GET", "/admin/evaluations").body).at("runs");
+  EXPECT_EQ(runs.size(), 2u);
+  EXPECT_EQ(server.stop(), 0);
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The README's base-upgrade commands against a real `loragate serve`, with the
-# fixtures of ../shared/eval (only the port and the registry file differ).
+# The README's base-upgrade walk-through against a real `loragate serve`, with
+# the fixtures of ../shared/eval (only the port and the registry file differ):
+# load a candidate, register its retrained adapters, evaluate, promote, roll back.
 # Usage: base_upgrade.sh path/to/loragate path/to/shared
 set -euo pipefail
-bin=$1
-S=$2
+bin=$(realpath "$1")
+S=$(realpath -m "$2")
+cd "$(dirname "$0")/../.."  # the repository root: the README's commands run from there
 if [ ! -f "$S/eval/bases/candidate-good/model.safetensors" ]; then
   echo "base upgrade: SKIPPED: shared test data not found at $S/eval"
   exit 0
@@ -13,7 +15,7 @@ source "$(dirname "$0")/serve_helpers.sh"
 export LORAGATE_ADMIN_TOKEN=s3cret
 
 start_server --model "$S/models/stories260K" --served-name online \
-  --adapter-root "$S/eval/adapters" --base-root "$S/eval/bases" \
+  --adapter-root "$S/eval/adapters" --base-root "$S/eval/bases" --eval-root "$(pwd)/configs" \
   --registry "$work/registry.db"
 export LORAGATE_URL=$url
 lg() { "$bin" "$@" 2>&1; }
@@ -23,15 +25,23 @@ fingerprint() {
     grep -o '"system_fingerprint":"[^"]*"' | cut -d'"' -f4
 }
 
-lg adapter add mia "$S/eval/adapters/online/mia" > "$work/out" || fail "adapter add: $(cat "$work/out")"
-lg scenario set mia mia > "$work/out" || fail "scenario set: $(cat "$work/out")"
+for s in mia cat sunny; do
+  lg adapter add $s "$S/eval/adapters/online/$s" > "$work/out" || fail "adapter add: $(cat "$work/out")"
+  lg scenario set $s $s > "$work/out" || fail "scenario set: $(cat "$work/out")"
+done
 lg base add candidate-good "$S/eval/bases/candidate-good" > "$work/out" || fail "base add: $(cat "$work/out")"
 grep -q "base 'candidate-good' candidate" "$work/out" || fail "base add: $(cat "$work/out")"
 if lg base promote candidate-good > "$work/out"; then fail "promote must be refused: $(cat "$work/out")"; fi
 grep -q "409" "$work/out" && grep -q "adapter 'mia'" "$work/out" || fail "refusal must name mia: $(cat "$work/out")"
 [[ $(fingerprint) == online-* ]] || fail "online must still serve"
-lg adapter add mia "$S/eval/adapters/candidate-good/mia" --base candidate-good > "$work/out" || fail "adapter add --base: $(cat "$work/out")"
-lg scenario set mia mia --base candidate-good > "$work/out" || fail "scenario set --base: $(cat "$work/out")"
+for s in mia cat sunny; do
+  lg adapter add $s "$S/eval/adapters/candidate-good/$s" --base candidate-good > "$work/out" || fail "adapter add --base: $(cat "$work/out")"
+  lg scenario set $s $s --base candidate-good > "$work/out" || fail "scenario set --base: $(cat "$work/out")"
+done
+if lg base promote candidate-good > "$work/out"; then fail "promote needs an evaluation: $(cat "$work/out")"; fi
+grep -q "no passing evaluation" "$work/out" || fail "refusal must ask for an evaluation: $(cat "$work/out")"
+lg eval run --url "$url" --candidate candidate-good --suite configs/eval-suite.yaml > "$work/out" || fail "eval run: $(cat "$work/out")"
+grep -q "verdict: pass" "$work/out" || fail "eval: $(cat "$work/out")"
 lg base promote candidate-good > "$work/out" || fail "promote: $(cat "$work/out")"
 grep -q "promote: 'online' -> 'candidate-good'" "$work/out" || fail "promote: $(cat "$work/out")"
 [[ $(fingerprint) == candidate-good-* ]] || fail "candidate-good must serve after promote"

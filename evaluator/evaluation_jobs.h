@@ -1,0 +1,80 @@
+// EvaluationJobs: evaluations inside a running server. start() judges a
+// loaded candidate base against the serving one on a background thread: the
+// online arm runs on the serving base's loop beside live traffic (one
+// evaluation request at a time, so it never holds more than one sequence of
+// the serving batch), the candidate arms on the candidate's loop (below the
+// serving base in the compute gate). Each scenario's adapter on a base is the
+// one the registry routes that scenario to there. The run is judged with the
+// gates, stored in the history, and its status kept for GET.
+//
+// check_promotion() is what promote asks first: a passing run of this
+// candidate against this serving base, with the adapters the scenarios use
+// now. Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bases/base_set.h"
+#include "evaluator/gates.h"
+#include "registry/evaluation_store.h"
+#include "registry/registry.h"
+
+namespace loragate::eval {
+
+struct JobStatus {
+  int64_t id = 0;
+  std::string candidate, online;
+  std::string state = "running";  // "running", "done", "failed"
+  int64_t done = 0, total = 0;    // units of work
+  std::string verdict;            // when done
+  int64_t run_id = 0;             // the stored run, when done
+  std::string error;              // when failed
+};
+
+class EvaluationJobs {
+ public:
+  // None owned; all outlive the jobs.
+  EvaluationJobs(BaseSet* bases, Registry* registry, EvaluationStore* store);
+  ~EvaluationJobs();  // waits for running jobs
+  EvaluationJobs(const EvaluationJobs&) = delete;
+  EvaluationJobs& operator=(const EvaluationJobs&) = delete;
+
+  // Loads the suite and gates now (errors at once), then runs in the background.
+  Result<JobStatus> start(const std::string& candidate, const std::string& suite_path, const std::string& gates_path);
+  Result<JobStatus> get(int64_t id) const;
+  std::vector<JobStatus> list() const;
+
+  // ok when a passing stored run covers `candidate` against `serving` with the
+  // adapters the registry routes each of its scenarios to now; otherwise
+  // failed_precondition saying what is missing.
+  Status check_promotion(const ServingBase& serving, const ServingBase& candidate) const;
+
+ private:
+  void run_job(int64_t id, Suite suite, GateConfig gates, std::shared_ptr<ServingBase> online,
+               std::shared_ptr<ServingBase> candidate);
+  void update(int64_t id, const std::function<void(JobStatus&)>& change);
+
+  BaseSet* bases_;
+  Registry* registry_;
+  EvaluationStore* store_;
+  mutable std::mutex mu_;
+  std::map<int64_t, JobStatus> jobs_;  // guarded by mu_
+  int64_t next_id_ = 1;                // guarded by mu_
+  std::vector<std::thread> threads_;   // guarded by mu_
+};
+
+// {"<arm>/<scenario>": sha256} of the adapters a run used (stored with it).
+std::string adapters_json(const RunResult& run);
+// The recorded arm of the next evaluation of a base with this sha256: the
+// latest passing run that judged it (as a candidate, else as online).
+Result<std::optional<RunResult>> recorded_run(EvaluationStore& store, const std::string& online_sha256);
+// Judges `run` (gates, recorded arm from `store`) and stores it; returns it with its id.
+Result<RunResult> judge_and_store(RunResult run, const GateConfig& gates, EvaluationStore& store);
+
+}  // namespace loragate::eval
