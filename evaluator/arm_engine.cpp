@@ -29,7 +29,7 @@ class OfflineArm final : public ArmEngine {
   ChatTemplate tmpl_;
 };
 
-// Collects the results of one batch submitted to an EngineLoop.
+// Collects the results of requests submitted to an EngineLoop.
 class BatchSink final : public RequestSink {
  public:
   explicit BatchSink(size_t n) : results_(n) {}
@@ -67,24 +67,17 @@ class ServingBaseArm final : public ArmEngine {
  public:
   explicit ServingBaseArm(std::shared_ptr<ServingBase> base) : base_(std::move(base)) {}
 
+  // One request at a time: an evaluation then holds at most one sequence of
+  // the base's batch, so live traffic on the same loop barely notices it.
   Result<std::vector<GenerationResult>> run(std::vector<GenerationRequest> requests) override {
-    BatchSink sink(requests.size());
-    size_t submitted = 0;
-    Status failed;
-    // Submitted one by one: an id is known only after submit, and a result
-    // may arrive before expect() ran, so results are matched after all ended.
-    for (size_t i = 0; i < requests.size(); ++i) {
-      requests[i].sink = &sink;
-      Result<int64_t> id = base_->loop().submit(std::move(requests[i]));
-      if (!id.is_ok()) {
-        failed = id.status();
-        break;
-      }
-      sink.expect(*id, i);
-      ++submitted;
+    std::vector<GenerationResult> results;
+    for (GenerationRequest& request : requests) {
+      BatchSink sink(1);
+      request.sink = &sink;
+      LG_ASSIGN_OR_RETURN(int64_t id, base_->loop().submit(std::move(request)));
+      sink.expect(id, 0);
+      results.push_back(std::move(sink.wait().front()));
     }
-    std::vector<GenerationResult> results = sink.wait();  // accepted requests end before the sink goes
-    if (!failed.is_ok()) return failed.with_context("request " + std::to_string(submitted) + " of the batch");
     return results;
   }
   Status add_adapter(const std::string& name, const std::string& path) override {
