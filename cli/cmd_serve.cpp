@@ -133,9 +133,12 @@ int run_serve(const ServeFlags& f) {
   std::shared_ptr<ServingBase> serving = bases.serving();
   reload_other_bases(**registry, bases, serving->name());
 
+  RegistryModelResolver resolver(registry->get());
+  ShadowTraffic shadow(&bases, &resolver);
   Result<std::unique_ptr<EvaluationStore>> evaluations = EvaluationStore::open(c.registry_path);
   if (!evaluations.is_ok()) return fail(evaluations.status().to_string());
   eval::EvaluationJobs jobs(&bases, registry->get(), evaluations->get());
+  jobs.set_live_source([&shadow](const std::string& candidate) { return shadow.live_arm(candidate); });
   if (c.require_evaluation) {
     bases.set_promote_check([&jobs](const ServingBase& serving, const ServingBase& candidate) {
       return jobs.check_promotion(serving, candidate);
@@ -144,11 +147,11 @@ int run_serve(const ServeFlags& f) {
   Metrics metrics(&bases);
   AdminApi admin({c.resolved_admin_token(), c.adapter_roots, c.resolved_base_roots(), c.eval_roots}, registry->get(),
                  &bases, &metrics, &jobs, evaluations->get());
+  admin.set_shadow_traffic(&shadow);
   if (Status s = apply_config_registrations(c, **registry, *serving, admin); !s.is_ok()) return fail(s.message());
   const std::string fingerprint = serving->fingerprint();
   const size_t num_adapters = serving->adapters()->list().size();
   serving.reset();
-  RegistryModelResolver resolver(registry->get());
 
   GatewayOptions go;
   go.server = c.server;
@@ -165,6 +168,7 @@ int run_serve(const ServeFlags& f) {
     ex->respond(std::move(r));
   });
   gw.set_observer(&metrics);
+  gw.set_shadow_traffic(&shadow);
   Result<uint16_t> port = gw.start();
   if (!port.is_ok()) return fail(port.status().to_string());
   gw.stop_on_signals();

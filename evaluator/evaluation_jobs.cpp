@@ -54,7 +54,8 @@ Result<std::optional<RunResult>> recorded_run(EvaluationStore& store, const std:
   return std::optional<RunResult>(std::move(run));
 }
 
-Result<RunResult> judge_and_store(RunResult run, const GateConfig& gates, EvaluationStore& store) {
+Result<RunResult> judge_and_store(RunResult run, const GateConfig& gates, EvaluationStore& store,
+                                  const nlohmann::json& live) {
   // Every rule spelled out: the stored run is judged the same whatever later defaults say.
   run.gates_text = gates.to_yaml();
   run.gates_sha256 = sha256_hex(run.gates_text);
@@ -75,6 +76,7 @@ Result<RunResult> judge_and_store(RunResult run, const GateConfig& gates, Evalua
   record.verdict = verdict_name(run.verdict);
   json report = report_json(run);
   if (recorded) report["recorded_run_id"] = recorded->id;  // what `eval show` judges it against again
+  if (!live.is_null() && !live.empty()) report["live"] = live;  // shadow traffic: reported, not gated
   record.report = report.dump(-1, ' ', false, json::error_handler_t::replace);
   LG_ASSIGN_OR_RETURN(run.id, store.add(record));
   return run;
@@ -145,7 +147,8 @@ void EvaluationJobs::run_job(int64_t id, Suite suite, GateConfig gates, std::sha
     });
   };
   Result<RunResult> run = run_suite(suite, *online_arm, *candidate_arm, options);
-  if (run.is_ok()) run = judge_and_store(std::move(run).value(), gates, *store_);
+  const nlohmann::json live = live_source_ ? live_source_(candidate->name()) : nlohmann::json();
+  if (run.is_ok()) run = judge_and_store(std::move(run).value(), gates, *store_, live);
   update(id, [&](JobStatus& j) {
     if (run.is_ok()) {
       j.state = "done";

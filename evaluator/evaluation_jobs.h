@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -54,6 +55,10 @@ class EvaluationJobs {
   // adapters the registry routes each of its scenarios to now; otherwise
   // failed_precondition saying what is missing.
   Status check_promotion(const ServingBase& serving, const ServingBase& candidate) const;
+  // Where a run's live arm comes from: the shadow traffic figures of a candidate. Before start().
+  void set_live_source(std::function<nlohmann::json(const std::string& candidate)> source) {
+    live_source_ = std::move(source);
+  }
 
  private:
   void run_job(int64_t id, Suite suite, GateConfig gates, std::shared_ptr<ServingBase> online,
@@ -63,6 +68,7 @@ class EvaluationJobs {
   BaseSet* bases_;
   Registry* registry_;
   EvaluationStore* store_;
+  std::function<nlohmann::json(const std::string&)> live_source_;
   mutable std::mutex mu_;
   std::map<int64_t, JobStatus> jobs_;  // guarded by mu_
   int64_t next_id_ = 1;                // guarded by mu_
@@ -74,7 +80,10 @@ std::string adapters_json(const RunResult& run);
 // The recorded arm of the next evaluation of a base with this sha256: the
 // latest passing run that judged it (as a candidate, else as online).
 Result<std::optional<RunResult>> recorded_run(EvaluationStore& store, const std::string& online_sha256);
-// Judges `run` (gates, recorded arm from `store`) and stores it; returns it with its id.
-Result<RunResult> judge_and_store(RunResult run, const GateConfig& gates, EvaluationStore& store);
+// Judges `run` (gates, recorded arm from `store`) and stores it; returns it
+// with its id. `live` (shadow traffic's figures, may be null) goes into the
+// stored report as its "live" arm.
+Result<RunResult> judge_and_store(RunResult run, const GateConfig& gates, EvaluationStore& store,
+                                  const nlohmann::json& live = nullptr);
 
 }  // namespace loragate::eval

@@ -523,6 +523,8 @@ void judge_scenario_section(Judge& judge, const ScenarioGates& gates, const std:
   }
 }
 
+constexpr size_t kMinItemsForTailLatency = 100;
+
 void judge_latency(Judge& judge, const LatencyGates& gates, double floor_ms, const std::string& scenario,
                    const ArmResult& candidate, const ArmResult& online) {
   const ItemPairs pairs = pair_items(candidate, online);
@@ -552,6 +554,13 @@ void judge_latency(Judge& judge, const LatencyGates& gates, double floor_ms, con
     }
     if (c.candidate.num.empty()) {
       judge.skip(c.where, "no latencies measured (0 on every item)");
+      continue;
+    }
+    // The p99 of fewer than 100 items is their maximum: one descheduled
+    // request decides it, so such a gate would judge the machine, not the base.
+    if (kLatencySources[k].q >= 0.99 && c.candidate.num.size() < kMinItemsForTailLatency) {
+      judge.skip(c.where, "a p99 needs at least " + std::to_string(kMinItemsForTailLatency) + " items, got " +
+                              std::to_string(c.candidate.num.size()));
       continue;
     }
     judge.judge(gate, c);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "adapters/lora_adapter.h"
 #include "gateway/admin_auth.h"
@@ -363,6 +364,11 @@ void AdminApi::install(Router& router) {
   }));
   router.add_prefix(http::verb::post, "/admin/bases/", guarded([this, swapped](const std::shared_ptr<Exchange>& ex) {
     std::string rest = tail_after(ex->request(), "/admin/bases/");
+    constexpr std::string_view kShadow = "/shadow";
+    if (shadow_ != nullptr && rest.size() > kShadow.size() &&
+        rest.compare(rest.size() - kShadow.size(), kShadow.size(), kShadow) == 0) {
+      return set_shadow(ex, rest.substr(0, rest.size() - kShadow.size()));
+    }
     constexpr std::string_view kPromote = "/promote";
     if (rest.size() <= kPromote.size() || rest.compare(rest.size() - kPromote.size(), kPromote.size(), kPromote) != 0) {
       return ex->respond(error_response(http::status::not_found,
@@ -377,6 +383,18 @@ void AdminApi::install(Router& router) {
       force = it->get<bool>();
     }
     swapped(ex, bases_->promote(name, force, actor_of(ex->request(), body)));
+  }));
+
+  router.add_prefix(http::verb::get, "/admin/bases/", guarded([this](const std::shared_ptr<Exchange>& ex) {
+    std::string rest = tail_after(ex->request(), "/admin/bases/");
+    constexpr std::string_view kShadow = "/shadow";
+    if (shadow_ == nullptr || rest.size() <= kShadow.size() ||
+        rest.compare(rest.size() - kShadow.size(), kShadow.size(), kShadow) != 0) {
+      return ex->respond(error_response(http::status::not_found, "no route: use GET /admin/bases/{name}/shadow"));
+    }
+    Result<json> d = shadow_->describe(rest.substr(0, rest.size() - kShadow.size()));
+    if (!d.is_ok()) return ex->respond(status_response(d.status()));
+    ex->respond(json_response(http::status::ok, *d));
   }));
 
   // --- evaluations ---
@@ -394,6 +412,27 @@ void AdminApi::install(Router& router) {
                if (auto e = string_field(body, "lora_name", &name)) return ex->respond(e->to_response());
                remove_adapter(ex, name, named_base(ex->request(), body));
              }));
+}
+
+void AdminApi::set_shadow(const std::shared_ptr<Exchange>& ex, const std::string& base) {
+  json body;
+  if (auto e = parse_object(ex->request(), &body)) return ex->respond(e->to_response());
+  auto fraction = body.find("fraction");
+  if (fraction == body.end() || !fraction->is_number()) {
+    return ex->respond(bad_request("fraction must be a number in [0, 1]", "fraction").to_response());
+  }
+  std::set<std::string> scenarios;
+  if (auto it = body.find("scenarios"); it != body.end() && !it->is_null()) {
+    if (!it->is_array()) return ex->respond(bad_request("scenarios must be a list of names", "scenarios").to_response());
+    for (const json& s : *it) {
+      if (!s.is_string()) return ex->respond(bad_request("scenarios must be a list of names", "scenarios").to_response());
+      scenarios.insert(s.get<std::string>());
+    }
+  }
+  Status s = shadow_->set(base, fraction->get<double>(), std::move(scenarios));
+  if (!s.is_ok()) return ex->respond(status_response(s));
+  Result<json> d = shadow_->describe(base);
+  ex->respond(json_response(http::status::ok, d.is_ok() ? *d : json::object()));
 }
 
 template <typename Guard>

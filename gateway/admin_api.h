@@ -11,6 +11,8 @@
 //   DELETE /admin/bases/{name}                   unload a base that does not serve
 //   POST   /admin/bases/{name}/promote {force?, by?}
 //   POST   /admin/bases/rollback {by?}
+//   POST   /admin/bases/{name}/shadow {fraction, scenarios?}   copy that share of live requests to it
+//   GET    /admin/bases/{name}/shadow            agreement with live and latencies, per scenario
 //   POST   /admin/evaluations {candidate, suite, gates?}   evaluate a candidate in the background (202)
 //   GET    /admin/evaluations[/{id}]             progress and verdict; stored runs
 //   POST   /v1/load_lora_adapter {lora_name, lora_path}     vLLM-compatible aliases (serving base)
@@ -32,6 +34,7 @@
 #include "evaluator/evaluation_jobs.h"
 #include "gateway/metrics.h"
 #include "gateway/router.h"
+#include "gateway/shadow_traffic.h"
 #include "registry/registry.h"
 
 namespace loragate {
@@ -58,6 +61,8 @@ class AdminApi {
                                          const std::string& base = "");
   // Refuses new requests for the adapter on `base` and forgets its registration.
   Status unregister_adapter(const std::string& name, const std::string& base = "");
+  // Enables the shadow routes (not owned). Before install().
+  void set_shadow_traffic(ShadowTraffic* shadow) { shadow_ = shadow; }
   // Starts loading a candidate base (path checked against the base roots).
   Status add_base(const std::string& name, const std::string& path, DType dtype);
 
@@ -65,12 +70,14 @@ class AdminApi {
   Result<std::shared_ptr<ServingBase>> base_named(const std::string& name) const;
   template <typename Guard>
   void install_evaluations(Router& router, Guard guarded);
+  void set_shadow(const std::shared_ptr<Exchange>& ex, const std::string& base);
 
   AdminOptions options_;
   Registry* registry_;
   BaseSet* bases_;
   const Metrics* metrics_;
   eval::EvaluationJobs* jobs_;
+  ShadowTraffic* shadow_ = nullptr;
   EvaluationStore* evaluations_;
 };
 

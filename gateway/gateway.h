@@ -50,6 +50,8 @@ class Gateway {
 
   // Routes: the built-in ones are registered; add more before start().
   Router& router() { return router_; }
+  // Live requests are also offered to `shadow` (not owned; null = none). Before start().
+  void set_shadow_traffic(ShadowTraffic* shadow) { runner_.set_shadow_traffic(shadow); }
   // Called once per finished request; not owned; null = none. Before start().
   void set_observer(RequestObserver* observer) { observer_ = observer; }
 

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "gateway/openai_errors.h"
+#include "gateway/shadow_traffic.h"
 #include "gateway/stream_sink.h"
 
 namespace loragate {
@@ -31,11 +32,13 @@ void GenerationRunner::run(const std::shared_ptr<Exchange>& exchange, Generation
     }
     live_.emplace(sink.get(), sink);
   }
+  if (shadow_ != nullptr) sink->set_shadow(shadow_->offer(*base, call.request, exchange->record().scenario));
   call.request.sink = sink.get();
   base->begin_request();
   Result<int64_t> id = base->loop().submit(std::move(call.request));
   if (!id.is_ok()) {
     base->end_request();
+    sink->abandon_shadow();
     {
       std::lock_guard<std::mutex> lock(mu_);
       live_.erase(sink.get());

@@ -22,6 +22,7 @@
 
 namespace loragate {
 
+class ShadowTraffic;
 class StreamSink;
 
 struct GenerationCall {
@@ -39,6 +40,8 @@ class GenerationRunner {
   GenerationRunner(const GenerationRunner&) = delete;
   GenerationRunner& operator=(const GenerationRunner&) = delete;
 
+  // Also offers every live request to `shadow` (not owned; null = none). Before serving.
+  void set_shadow_traffic(ShadowTraffic* shadow) { shadow_ = shadow; }
   // Submits `call` and answers `exchange` when it finishes (or streams it).
   void run(const std::shared_ptr<Exchange>& exchange, GenerationCall call);
 
@@ -58,6 +61,7 @@ class GenerationRunner {
 
  private:
   const int32_t max_in_flight_;
+  ShadowTraffic* shadow_ = nullptr;
   mutable std::mutex mu_;
   std::condition_variable idle_;
   std::map<StreamSink*, std::shared_ptr<StreamSink>> live_;  // guarded by mu_

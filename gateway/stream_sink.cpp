@@ -2,6 +2,7 @@
 
 #include "gateway/generation_runner.h"
 #include "gateway/openai_errors.h"
+#include "gateway/shadow_traffic.h"
 
 namespace loragate {
 
@@ -47,7 +48,12 @@ void StreamSink::on_token(int64_t, int32_t, std::string_view text_delta) {
   });
 }
 
+void StreamSink::abandon_shadow() {
+  if (shadow_) shadow_->live_done(GenerationResult{});
+}
+
 void StreamSink::on_finish(const GenerationResult& result) {
+  if (shadow_) shadow_->live_done(result);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!detached_) exchange_->post([self = shared_from_this(), result] { self->deliver_finish(result); });

@@ -24,6 +24,7 @@
 namespace loragate {
 
 class GenerationRunner;
+class ShadowPair;
 
 class StreamSink final : public RequestSink, public std::enable_shared_from_this<StreamSink> {
  public:
@@ -33,6 +34,10 @@ class StreamSink final : public RequestSink, public std::enable_shared_from_this
   // The engine's id for this request (0 until submit returned).
   void set_id(int64_t id);
   int64_t id() const;
+  // The live end is also reported to this shadow copy's pair (may be null).
+  void set_shadow(std::shared_ptr<ShadowPair> shadow) { shadow_ = std::move(shadow); }
+  // The live request never ran: the shadow pair gets an empty live result.
+  void abandon_shadow();
   // Cancels the engine request (once submitted).
   void cancel();
   ServingBase& base() const { return *base_; }
@@ -55,6 +60,7 @@ class StreamSink final : public RequestSink, public std::enable_shared_from_this
   const bool include_usage_;
   GenerationRunner* const runner_;
   const std::shared_ptr<ServingBase> base_;  // keeps the base (and its loop) alive until the end
+  std::shared_ptr<ShadowPair> shadow_;       // set before submit, read at the end
 
   mutable std::mutex mu_;
   int64_t id_ = 0;         // guarded by mu_

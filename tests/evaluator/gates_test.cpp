@@ -267,11 +267,11 @@ TEST(GateVerdictTest, LatencyRatiosAndSkippedGates) {
   RunResult run;
   ScenarioResult s;
   s.name = "lat";
-  s.arms["online"] = make_arm("online", 40, [](size_t i, ItemResult& it) {
+  s.arms["online"] = make_arm("online", 100, [](size_t i, ItemResult& it) {  // a p99 needs 100 items
     it.ttft_ms = 10.0 + static_cast<double>(i);
     it.tpot_ms = 2.0 + 0.01 * static_cast<double>(i);
   });
-  s.arms["candidate"] = make_arm("candidate", 40, [](size_t i, ItemResult& it) {
+  s.arms["candidate"] = make_arm("candidate", 100, [](size_t i, ItemResult& it) {
     it.ttft_ms = 1.2 * (10.0 + static_cast<double>(i));  // +20% at every quantile
     it.tpot_ms = 0;                                        // not measured
   });
@@ -297,6 +297,15 @@ TEST(GateVerdictTest, LatencyRatiosAndSkippedGates) {
   EXPECT_NE(all.find("lat tpot_p50: no latencies measured"), std::string::npos) << all;
   EXPECT_NE(all.find("lat token_f1: 0 on every item of both arms"), std::string::npos) << all;
   EXPECT_NE(all.find("recorded: no recorded run given"), std::string::npos) << all;
+
+  // With 40 items a p99 is their maximum: skipped, not judged.
+  for (const char* arm : {"online", "candidate"}) run.scenarios[0].arms[arm].items.resize(40);
+  skipped.clear();
+  const auto few = evaluate_gates(only("latency: {ttft_p99: {max_rise_rel: 0.25}}\n"), run, nullptr, &skipped);
+  EXPECT_EQ(find_gate(few, "lat", "ttft_p99", "max_rise_rel"), nullptr);
+  std::string why;
+  for (const std::string& line : skipped) why += line + "\n";
+  EXPECT_NE(why.find("a p99 needs at least 100 items, got 40"), std::string::npos) << why;
 }
 
 TEST(GateVerdictTest, BaseQualityWithoutDataIsInconclusive) {

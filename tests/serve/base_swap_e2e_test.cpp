@@ -409,3 +409,62 @@ TEST_F(BaseSwapTest, PromoteNeedsAPassingEvaluationWithTheCurrentAdapters) {
 
 }  // namespace
 }  // namespace loragate
+
+namespace loragate {
+namespace {
+
+TEST_F(BaseSwapTest, ShadowTrafficRunsLiveRequestsOnTheCandidateToo) {
+  const json expected = read_json(eval_dir() + "/expected_metrics.json");
+  const std::vector<Probe> probes = load_probes(expected);
+  ServerProcess server;
+  const std::string url = start_with_candidate(server);
+  register_scenarios(url, "candidate-good", /*on_serving=*/false);
+  EXPECT_EQ(call(url, "POST", "/admin/bases/candidate-good/shadow", {{"fraction", 2}}).status, 400);
+  EXPECT_EQ(call(url, "POST", "/admin/bases/online/shadow", {{"fraction", 1}}).status, 409) << "online serves";
+  auto set = call(url, "POST", "/admin/bases/candidate-good/shadow", {{"fraction", 1.0}, {"scenarios", {"mia", "cat"}}});
+  ASSERT_EQ(set.status, 200) << set.body;
+
+  int live_ok = 0, mia = 0, cat = 0;
+  for (const Probe& p : probes) {
+    auto r = call(url, "POST", "/v1/completions",
+                  {{"prompt", p.prompt_ids}, {"max_tokens", 48}, {"temperature", 0}, {"scenario", p.scenario}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json j = json::parse(r.body);
+    EXPECT_EQ(j.at("system_fingerprint").get<std::string>().rfind("online-", 0), 0u) << "the live answer is online's";
+    EXPECT_EQ(j.at("choices")[0].at("text"), p.text.at("online"));
+    ++live_ok;
+    mia += p.scenario == "mia";
+    cat += p.scenario == "cat";
+  }
+  json stats;
+  for (int i = 0; i < 100; ++i) {  // the copies finish on the candidate's loop after the live answers
+    stats = json::parse(call(url, "GET", "/admin/bases/candidate-good/shadow").body).at("stats");
+    if (stats.contains("mia") && stats.contains("cat") && stats["mia"]["compared"] == stats["mia"]["shadowed"] &&
+        stats["cat"]["compared"] == stats["cat"]["shadowed"]) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(live_ok, static_cast<int>(probes.size()));
+  ASSERT_TRUE(stats.contains("mia")) << stats.dump();
+  // Every live request was offered; a copy is dropped, never queued, while the candidate has 8 running.
+  for (auto [name, n] : {std::pair<const char*, int>{"mia", mia}, {"cat", cat}}) {
+    EXPECT_EQ(stats[name]["offered"], n) << stats.dump();
+    EXPECT_EQ(stats[name]["shadowed"].get<int>() + stats[name]["dropped"].get<int>(), n) << stats.dump();
+    EXPECT_EQ(stats[name]["compared"], stats[name]["shadowed"]) << stats.dump();
+    EXPECT_GT(stats[name]["shadowed"].get<int>(), 0) << stats.dump();
+  }
+  EXPECT_FALSE(stats.contains("sunny")) << "only the scenarios asked for";
+  // Agreement: the share of compared pairs with equal greedy ids; with every copy compared, the fixtures'.
+  if (stats["mia"]["dropped"] == 0) {
+    int agree = 0;
+    for (const Probe& p : probes) agree += p.scenario == "mia" && p.text.at("online") == p.text.at("candidate-good");
+    EXPECT_NEAR(stats["mia"]["agreement"].get<double>(), double(agree) / mia, 1e-9) << stats.dump();
+  }
+  EXPECT_GT(stats["mia"]["shadow_ttft_p50_ms"].get<double>(), 0);
+  EXPECT_EQ(call(url, "POST", "/admin/bases/candidate-good/shadow", {{"fraction", 0}}).status, 200) << "off";
+  EXPECT_EQ(server.stop(), 0);
+}
+
+}  // namespace
+}  // namespace loragate

@@ -1,0 +1,113 @@
+// ShadowTraffic: a share of live requests also run on a candidate base, with
+// the candidate's version of the same adapter (or scenario), to see how it
+// would have answered real traffic. The live answer never waits for it: the
+// copy goes to the candidate's own loop (below the serving base in the
+// compute gate), and when the candidate already has max_in_flight shadow
+// requests running the copy is dropped and counted. When both ends are in,
+// agreement (the same output ids, greedy requests only) and both latencies
+// are recorded per scenario (or adapter, when no scenario was named).
+//
+// Thread-safety: every method may be called from any thread; sinks call in
+// from the engines' step threads.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bases/base_set.h"
+#include "engine/engine.h"
+#include "gateway/model_resolver.h"
+
+namespace loragate {
+
+class ShadowPair;
+
+struct ShadowStats {
+  int64_t offered = 0;     // live requests that matched the fraction and scenarios
+  int64_t shadowed = 0;    // copies submitted to the candidate
+  int64_t dropped = 0;     // copies dropped because the candidate was behind
+  int64_t unmatched = 0;   // the candidate has no version of the adapter or scenario
+  int64_t compared = 0;    // greedy pairs with both answers in
+  int64_t agreed = 0;      // of those, the same output ids
+  std::vector<double> live_ttft_ms, shadow_ttft_ms, live_tpot_ms, shadow_tpot_ms;
+};
+
+class ShadowTraffic {
+ public:
+  static constexpr int32_t kMaxInFlight = 8;
+
+  ShadowTraffic(BaseSet* bases, ModelResolver* resolver) : bases_(bases), resolver_(resolver) {}
+  // Cancels the copies still running and waits for their sinks.
+  ~ShadowTraffic();
+
+  // Shadows `fraction` (0..1; 0 = off) of live requests onto candidate base
+  // `base`, only those of `scenarios` when not empty. Replaces earlier settings.
+  Status set(const std::string& base, double fraction, std::set<std::string> scenarios);
+  // {base, fraction, scenarios, stats: {<scenario>: {...}}}; not_found when never set.
+  Result<nlohmann::json> describe(const std::string& base) const;
+  // The per-scenario figures of `base` as the evaluator's live arm ({} when none).
+  nlohmann::json live_arm(const std::string& base) const;
+
+  // Called for every live request just before it is submitted to the serving
+  // base: may copy it to the shadowed candidate. Returns the pair the live
+  // sink must report its result to (null = not shadowed).
+  // Only requests on the serving base are shadowed (not X-Base ones).
+  std::shared_ptr<ShadowPair> offer(const ServingBase& live_base, const GenerationRequest& live,
+                                    const std::string& scenario);
+
+  // From a pair, once both ends are in (or the copy failed).
+  void record(const std::string& base, const std::string& key, const GenerationResult* live,
+              const GenerationResult* shadow, bool greedy);
+  void finished(ShadowPair* pair);
+
+ private:
+  struct Target {
+    double fraction = 0;
+    std::set<std::string> scenarios;
+    double credit = 0;  // deterministic sampling: one copy each time credit reaches 1
+    std::map<std::string, ShadowStats> stats;
+  };
+
+  BaseSet* bases_;
+  ModelResolver* resolver_;
+  mutable std::mutex mu_;
+  std::condition_variable idle_;
+  std::map<std::string, Target> targets_;                                // guarded by mu_
+  std::map<ShadowPair*, std::shared_ptr<ShadowPair>> in_flight_;         // guarded by mu_
+  std::map<std::string, int32_t> in_flight_by_base_;                     // guarded by mu_
+};
+
+// One live request and its shadow copy; the candidate's RequestSink.
+class ShadowPair final : public RequestSink, public std::enable_shared_from_this<ShadowPair> {
+ public:
+  ShadowPair(ShadowTraffic* traffic, std::shared_ptr<ServingBase> candidate, std::string key, bool greedy)
+      : traffic_(traffic), candidate_(std::move(candidate)), key_(std::move(key)), greedy_(greedy) {}
+  // The live request's end (from its StreamSink).
+  void live_done(const GenerationResult& result);
+  void on_token(int64_t, int32_t, std::string_view) override {}
+  void on_finish(const GenerationResult& result) override;  // the shadow copy's end
+  const std::shared_ptr<ServingBase>& candidate() const { return candidate_; }
+  std::atomic<int64_t> id{0};  // the copy's request id on the candidate's loop
+
+ private:
+  void complete_if_both();
+
+  ShadowTraffic* traffic_;
+  std::shared_ptr<ServingBase> candidate_;
+  const std::string key_;
+  const bool greedy_;
+  std::mutex mu_;
+  std::unique_ptr<GenerationResult> live_, shadow_;  // guarded by mu_
+  bool recorded_ = false;                            // guarded by mu_
+};
+
+}  // namespace loragate
