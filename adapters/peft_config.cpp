@@ -196,8 +196,18 @@ Result<PeftConfig> PeftConfig::parse(const std::string& json_text, const std::st
     LG_RETURN_IF_ERROR(r.int_value("r", *j, &c.r_));
     if (c.r_ <= 0) return r.invalid("r", "must be positive, got " + describe(*j));
   }
+  // Trained adapters use alphas of 1..512; past kMaxLoraAlpha the update
+  // would swamp the base (1e308 was accepted and gave garbage).
+  auto alpha_in_range = [&](const std::string& key, double alpha) -> Status {
+    if (alpha > kMaxLoraAlpha) {
+      return r.invalid(key, "must be at most " + std::to_string(static_cast<int64_t>(kMaxLoraAlpha)) + ", got " +
+                                std::to_string(alpha));
+    }
+    return Status::ok();
+  };
   if (const json* j = r.get("lora_alpha")) {
     LG_RETURN_IF_ERROR(r.positive_number("lora_alpha", *j, &c.lora_alpha_));
+    LG_RETURN_IF_ERROR(alpha_in_range("lora_alpha", c.lora_alpha_));
   }
   LG_RETURN_IF_ERROR(r.opt_bool("use_rslora", &c.use_rslora_));
 
@@ -218,6 +228,7 @@ Result<PeftConfig> PeftConfig::parse(const std::string& json_text, const std::st
       } else {
         double alpha = 0;
         LG_RETURN_IF_ERROR(r.positive_number(where, value, &alpha));
+        LG_RETURN_IF_ERROR(alpha_in_range(where, alpha));
         c.alpha_pattern_.emplace_back(std::move(p), alpha);
       }
     }

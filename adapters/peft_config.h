@@ -31,6 +31,9 @@
 
 namespace loragate {
 
+// The largest lora_alpha (or alpha_pattern value) accepted.
+inline constexpr double kMaxLoraAlpha = 65536;
+
 // How one targeted (layer, module) is adapted.
 struct LoraTarget {
   int64_t rank = 0;

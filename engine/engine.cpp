@@ -245,8 +245,13 @@ std::vector<GenerationResult> Engine::take_finished() { return std::exchange(fin
 Result<std::vector<GenerationResult>> Engine::generate(std::vector<GenerationRequest> requests) {
   std::map<int64_t, size_t> order;
   for (size_t i = 0; i < requests.size(); ++i) {
-    LG_ASSIGN_OR_RETURN(int64_t id, add_request(std::move(requests[i])));
-    order[id] = i;
+    Result<int64_t> id = add_request(std::move(requests[i]));
+    if (!id.is_ok()) {  // all or nothing: the requests already added must not run on behind the caller
+      for (const auto& [added, index] : order) cancel(added);
+      (void)take_finished();
+      return id.status().with_context("request " + std::to_string(i));
+    }
+    order[*id] = i;
   }
   std::vector<GenerationResult> results(requests.size());
   auto collect = [&] {

@@ -80,7 +80,7 @@ std::optional<ApiError> read_chat_messages(const json& body, json* messages) {
     } else if (content->is_array()) {
       std::string text;
       for (const json& part : *content) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+        if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") ||
             !part["text"].is_string()) {
           return bad_request(where + ".content: only text parts ({\"type\": \"text\", \"text\": ...}) are supported",
                              "messages");
@@ -114,7 +114,7 @@ std::optional<ApiError> read_chat_logprobs(const json& body, bool stream, int32_
 std::optional<ApiError> refuse_unsupported_chat_fields(const json& body) {
   if (body.contains("response_format") && !body["response_format"].is_null()) {
     const json& rf = body["response_format"];
-    if (!rf.is_object() || rf.value("type", "") != "text") {
+    if (!rf.is_object() || !rf.contains("type") || rf["type"] != "text") {
       return bad_request("response_format other than {\"type\": \"text\"} is not supported yet", "response_format");
     }
   }

@@ -41,7 +41,7 @@ std::optional<ApiError> refuse_unless_neutral(const json& body, const char* key,
 std::optional<ApiError> parse_json_object(std::string_view body, json* out) {
   try {
     *out = json::parse(body.begin(), body.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e400
     std::string what = e.what();
     const size_t bracket = what.find("] ");  // drop nlohmann's "[json.exception.parse_error.101] " tag
     if (what.rfind("[json.exception", 0) == 0 && bracket != std::string::npos) what = what.substr(bracket + 2);

@@ -288,6 +288,8 @@ TEST(PeftConfigTest, RefusesWhatCannotBeServedByName) {
       {"r_float", "r", 8.5, StatusCode::kInvalidArgument, "'r'"},
       {"alpha_negative", "lora_alpha", -1, StatusCode::kInvalidArgument, "lora_alpha"},
       {"alpha_string", "lora_alpha", "16", StatusCode::kInvalidArgument, "lora_alpha"},
+      {"alpha_huge", "lora_alpha", 1e308, StatusCode::kInvalidArgument, "at most 65536"},
+      {"alpha_pattern_huge", "alpha_pattern", {{"q_proj", 1e300}}, StatusCode::kInvalidArgument, "at most 65536"},
       {"rslora_type", "use_rslora", "yes", StatusCode::kInvalidArgument, "use_rslora"},
       {"dora_type", "use_dora", 1, StatusCode::kInvalidArgument, "use_dora"},
   };

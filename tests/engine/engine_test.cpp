@@ -65,6 +65,21 @@ TEST_F(EngineTest, RefusesBadRequestsWithTheReason) {
   EXPECT_FALSE(engine_->has_unfinished()) << "refused requests must not be queued";
 }
 
+TEST_F(EngineTest, GenerateIsAllOrNothingWhenALaterRequestIsRefused) {
+  GenerationRequest bad = sampled("hi", 1);
+  bad.prompt_ids.push_back(512);  // outside the vocabulary
+  auto r = engine_->generate({sampled("Once upon a time", 1), sampled("The cat", 2), bad});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("request 2"), std::string::npos) << r.status().message();
+  // The two accepted before it were left queued (and ran on with the next step).
+  EXPECT_FALSE(engine_->has_unfinished());
+  EXPECT_EQ(engine_->stats().kv_blocks_used, 0);
+  EXPECT_TRUE(engine_->take_finished().empty());
+  auto next = engine_->generate({sampled("Once upon a time", 1)});
+  ASSERT_TRUE(next.is_ok());
+  EXPECT_EQ(next->size(), 1u);
+}
+
 TEST_F(EngineTest, StopStringEndsTheTextBeforeIt) {
   GenerationRequest r;
   r.prompt_ids = engine_->tokenizer()->encode("Once upon a time", true);

@@ -74,6 +74,8 @@ TEST_F(GatewayTest, ChatRefusesMalformedMessages) {
   expect_400(json::array(), "non-empty");
   expect_400("hello", "non-empty list");
   expect_400(json::array({{{"role", "user"}, {"content", json::array({{{"type", "image_url"}}})}}}), "text parts");
+  // A non-string type was a 500 (json::value threw).
+  expect_400(json::array({{{"role", "user"}, {"content", json::array({{{"type", 7}, {"text", "x"}}})}}}), "text parts");
 
   json body = chat_body(kServed);
   body["top_logprobs"] = 2;  // without logprobs: true
@@ -81,6 +83,11 @@ TEST_F(GatewayTest, ChatRefusesMalformedMessages) {
   body["logprobs"] = true;
   body["stream"] = true;
   EXPECT_EQ(post("/v1/chat/completions", body).json()["error"]["param"], "logprobs");
+  body = chat_body(kServed);
+  body["response_format"] = {{"type", 3}};
+  ClientResponse rf = post("/v1/chat/completions", body);
+  EXPECT_EQ(rf.status, 400) << rf.body;
+  EXPECT_EQ(rf.json()["error"]["param"], "response_format");
   body = chat_body(kServed);
   body["chat_template_kwargs"] = "no";
   EXPECT_EQ(post("/v1/chat/completions", body).json()["error"]["param"], "chat_template_kwargs");

@@ -69,6 +69,15 @@ TEST_F(GatewayTest, WrongTypesNameTheField) {
   }
 }
 
+TEST_F(GatewayTest, NumbersOutOfDoubleRangeAreA400) {
+  // nlohmann throws out_of_range, not parse_error, for 1e400: it was a 500.
+  ClientResponse r = http_call(port_, http::verb::post, "/v1/completions",
+                               R"({"model": "stories", "prompt": "x", "max_tokens": 1e400})",
+                               {{"Content-Type", "application/json"}});
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("invalid JSON body"), std::string::npos) << r.body;
+}
+
 TEST_F(GatewayTest, EngineLimitsAndUnknownFields) {
   json body = greedy(kServed, 10000);  // prompt + max_tokens beyond the model's 512
   ClientResponse r = post("/v1/completions", body);
