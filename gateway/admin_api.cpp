@@ -1,5 +1,6 @@
 #include "gateway/admin_api.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -100,9 +101,24 @@ json swap_json(const SwapRecord& s) {
           {"to", s.to_base}, {"kind", s.kind},     {"forced", s.forced}, {"note", s.note}};
 }
 
-// The path segment after `prefix` ("/admin/adapters/x" -> "x").
+// "%41" -> "A"; a '%' not followed by two hex digits stays as it is.
+std::string percent_decoded(std::string_view raw) {
+  std::string out;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] == '%' && i + 2 < raw.size() && std::isxdigit(static_cast<unsigned char>(raw[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(raw[i + 2]))) {
+      out += static_cast<char>(std::stoi(std::string(raw.substr(i + 1, 2)), nullptr, 16));
+      i += 2;
+    } else {
+      out += raw[i];
+    }
+  }
+  return out;
+}
+
+// The path after `prefix`, percent-decoded ("/admin/adapters/a%2Db" -> "a-b"), as the CLI encodes it.
 std::string tail_after(const HttpRequest& request, std::string_view prefix) {
-  return std::string(Router::path_of(request.target()).substr(prefix.size()));
+  return percent_decoded(Router::path_of(request.target()).substr(prefix.size()));
 }
 
 // The value of `key` in the query string, percent-decoded; "" when absent.
@@ -116,19 +132,10 @@ std::string query_param(const HttpRequest& request, std::string_view key) {
     const std::string_view pair = rest.substr(0, amp);
     rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
     const size_t eq = pair.find('=');
-    if (pair.substr(0, eq) != key || eq == std::string_view::npos) continue;
-    std::string value;
-    const std::string_view raw = pair.substr(eq + 1);
-    for (size_t i = 0; i < raw.size(); ++i) {
-      if (raw[i] == '%' && i + 2 < raw.size() && std::isxdigit(static_cast<unsigned char>(raw[i + 1])) &&
-          std::isxdigit(static_cast<unsigned char>(raw[i + 2]))) {
-        value += static_cast<char>(std::stoi(std::string(raw.substr(i + 1, 2)), nullptr, 16));
-        i += 2;
-      } else {
-        value += raw[i] == '+' ? ' ' : raw[i];
-      }
-    }
-    return value;
+    if (eq == std::string_view::npos || pair.substr(0, eq) != key) continue;
+    std::string value(pair.substr(eq + 1));
+    std::replace(value.begin(), value.end(), '+', ' ');
+    return percent_decoded(value);
   }
   return "";
 }

@@ -1,5 +1,6 @@
 #include "registry/records.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -71,13 +72,23 @@ Status validate_name(std::string_view what, std::string_view name, bool allow_sl
     return Status::invalid_argument(std::string(what) + " " + in_quotes(name.substr(0, 32)) + "... is longer than " +
                                     std::to_string(kMaxNameLength) + " characters");
   }
+  // Names travel in URL paths and query strings: '?', '#', '%' or a '.'
+  // segment would make a path name another record (DELETE /admin/adapters/a?x).
   for (char c : name) {
-    const bool printable = c > ' ' && c < 0x7f;  // also excludes space, controls and non-ASCII
-    if (!printable || (c == '/' && !allow_slash)) {
-      return Status::invalid_argument(std::string(what) + " " + in_quotes(name) +
-                                      " may hold only printable ASCII without spaces" +
-                                      (allow_slash ? "" : " or '/'"));
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                       c == '_' || c == '-';
+    if (!plain && !(c == '/' && allow_slash)) {
+      return Status::invalid_argument(std::string(what) + " " + in_quotes(name) + " may hold only letters, digits, " +
+                                      (allow_slash ? "'.', '_', '-' and '/'" : "'.', '_' and '-'"));
     }
+  }
+  for (size_t begin = 0; begin <= name.size();) {  // no "." or ".." segment
+    const size_t end = std::min(name.find('/', begin), name.size());
+    const std::string_view segment = name.substr(begin, end - begin);
+    if (segment == "." || segment == ".." || segment.empty()) {
+      return Status::invalid_argument(std::string(what) + " " + in_quotes(name) + " has an empty, '.' or '..' part");
+    }
+    begin = end + 1;
   }
   return Status::ok();
 }

@@ -93,8 +93,9 @@ struct SwapRecord {
 };
 
 // invalid_argument naming `what` ("adapter name") unless `name` is 1..256
-// printable ASCII characters without spaces (and without '/' when
-// `allow_slash` is false: adapter and scenario names appear in URL paths).
+// characters of [A-Za-z0-9._-] (and '/' when `allow_slash`: base names like
+// "meta-llama/Llama-3.2-1B"), with no empty, "." or ".." part: names appear
+// in URL paths and query strings.
 Status validate_name(std::string_view what, std::string_view name, bool allow_slash);
 
 // invalid_argument naming the record and the field that is wrong.

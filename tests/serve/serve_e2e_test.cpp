@@ -144,6 +144,21 @@ TEST_F(ServeE2eTest, AdminAuthAndPathChecks) {
   EXPECT_EQ(server.stop(), 0);
 }
 
+TEST_F(ServeE2eTest, NamesAreConfinedAndPathsPercentDecoded) {
+  ServerProcess server;
+  const std::string url = start(server);
+  auto refused = call(url, "POST", "/admin/adapters", {{"name", "victim?x"}, {"path", adapter_path("a")}});
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  ASSERT_EQ(call(url, "POST", "/admin/adapters", {{"name", "victim"}, {"path", adapter_path("a")}}).status, 201);
+  ASSERT_EQ(call(url, "POST", "/admin/adapters", {{"name", "a.b"}, {"path", adapter_path("b")}}).status, 201);
+  // As the CLI sends it: percent-encoded; the server decodes the path.
+  EXPECT_EQ(call(url, "DELETE", "/admin/adapters/a%2Eb").status, 200);
+  const auto left = nlohmann::json::parse(call(url, "GET", "/admin/adapters").body).at("data");
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].at("name"), "victim") << "only a.b was removed";
+  EXPECT_EQ(server.stop(), 0);
+}
+
 TEST_F(ServeE2eTest, NoTokenConfiguredMeansAdminForbidden) {
   ServerProcess server;
   const std::string url = start(server, /*with_token=*/false);
