@@ -114,6 +114,10 @@ class Engine {
   // every queued request waits for its adapter to load (see made_progress()).
   Status step();
   bool made_progress() const { return last_step_progress_; }
+  // Frees the slots and memory of removed adapters no request holds (step() does it too).
+  void collect_removed_adapters() {
+    if (adapters_) adapters_->collect_removed();
+  }
   bool has_unfinished() const { return scheduler_->has_work(); }
   // Results of the requests finished since the last call, in finishing order.
   std::vector<GenerationResult> take_finished();

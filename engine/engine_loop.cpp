@@ -69,11 +69,19 @@ void EngineLoop::run() {
   std::vector<int64_t> cancels;
   // With a gate: the turn for the next step, queued or granted, while the engine has work.
   ComputeGate::Turn turn;
+  bool stalled = false;  // the last step made no progress: every request waits on an adapter load
   for (;;) {
     bool stopping;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return stopping_ || !inbox_.empty() || !cancels_.empty() || engine_->has_unfinished(); });
+      auto news = [&] { return stopping_ || !inbox_.empty() || !cancels_.empty(); };
+      if (stalled) {
+        // Nothing to do until a load lands: poll gently instead of spinning a core.
+        wake_.wait_for(lock, kStalledPoll, news);
+      } else if (!engine_->has_unfinished()) {
+        // Idle: also wake now and then to free what removed adapters held.
+        if (!wake_.wait_for(lock, kIdleHousekeeping, news)) engine_->collect_removed_adapters();
+      }
       arrivals.swap(inbox_);
       cancels.swap(cancels_);
       stopping = stopping_;
@@ -98,6 +106,7 @@ void EngineLoop::run() {
       engine_->cancel_all();
       break;
     }
+    stalled = false;
     if (!engine_->has_unfinished()) {
       turn.reset();  // nothing to step: give up the place (or the turn) at once
     } else {
@@ -113,10 +122,13 @@ void EngineLoop::run() {
         std::fprintf(stderr, "loragate: engine step failed, cancelling live requests: %s\n", s.to_string().c_str());
         engine_->cancel_all();
       }
+      stalled = !engine_->made_progress();
       if (gate_ != nullptr) {
         // Queue for the next step before handing this turn on, so that the
-        // gate counts this loop as contending (compute_gate.h).
-        ComputeGate::Turn next = engine_->has_unfinished() ? gate_->enqueue(serving_.load()) : ComputeGate::Turn();
+        // gate counts this loop as contending (compute_gate.h); a stalled
+        // loop sleeps first and queues again after.
+        ComputeGate::Turn next =
+            engine_->has_unfinished() && !stalled ? gate_->enqueue(serving_.load()) : ComputeGate::Turn();
         turn = std::move(next);  // releases the turn just used
       }
     }

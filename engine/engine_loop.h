@@ -17,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -31,6 +32,10 @@ namespace loragate {
 
 class EngineLoop {
  public:
+  // How long a loop whose requests all wait on adapter loads sleeps between steps.
+  static constexpr std::chrono::milliseconds kStalledPoll{1};
+  // How often an idle loop frees the slots and memory of removed adapters.
+  static constexpr std::chrono::milliseconds kIdleHousekeeping{100};
   // `gate` null: steps run whenever there is work (one loop owns the cores).
   explicit EngineLoop(std::unique_ptr<Engine> engine, std::shared_ptr<ComputeGate> gate = nullptr,
                       bool serving = true);

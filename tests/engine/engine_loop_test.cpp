@@ -80,6 +80,27 @@ class EngineLoopTest : public ::testing::Test {
   std::unique_ptr<EngineLoop> loop_;
 };
 
+TEST_F(EngineLoopTest, AnIdleLoopFreesARemovedAdapterSoItsNameCanBeReused) {
+  AdapterCache& cache = *loop_->engine().adapters();
+  const std::string a = testing::shared_dir() + "/models/stories260K-lora/a";
+  ASSERT_TRUE(cache.add("x", a).is_ok());
+  CollectingSink sink;
+  GenerationRequest r = request("Once upon a time", 2, &sink);
+  r.adapter = "x";
+  ASSERT_TRUE(loop_->submit(std::move(r)).is_ok());
+  sink.wait();
+  ASSERT_TRUE(cache.remove("x").is_ok());
+  // No generation runs after the removal: only the idle loop's housekeeping frees it.
+  Status again;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  do {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    again = cache.add("x", a);
+  } while (!again.is_ok() && std::chrono::steady_clock::now() < deadline);
+  EXPECT_TRUE(again.is_ok()) << again.to_string();
+  EXPECT_EQ(cache.stats().slots_used, 0) << "the removed adapter's slot was freed";
+}
+
 TEST_F(EngineLoopTest, ConcurrentSubmittersEachGetTheirOwnAnswer) {
   const std::vector<std::string> prompts = {"Once upon a time", "The cat sat", "Tom had a red ball", "Lily"};
   // Expected answers: each prompt alone.
