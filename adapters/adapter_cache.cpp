@@ -49,10 +49,20 @@ Status AdapterCache::add(const std::string& name, const std::string& path) {
 Status AdapterCache::load_now(const std::string& name) {
   std::string path;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    // One load at a time per adapter: a second would count its bytes twice and list it twice in the LRU.
+    bool waited = false;
+    loaded_.wait(lock, [&] {
+      auto e = entries_.find(name);
+      if (e == entries_.end() || !e->second.loading) return true;
+      waited = true;
+      return false;
+    });
     auto it = entries_.find(name);
     if (it == entries_.end() || it->second.removed) return Status::not_found("adapter '" + name + "' is not registered");
     if (it->second.host) return Status::ok();
+    if (waited && !it->second.error.is_ok()) return it->second.error;  // the load it waited for failed
+    it->second.loading = true;
     path = it->second.path;
   }
   const auto start = std::chrono::steady_clock::now();
@@ -60,6 +70,8 @@ Status AdapterCache::load_now(const std::string& name) {
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(name);
+  if (it != entries_.end()) it->second.loading = false;
+  loaded_.notify_all();
   if (!loaded.is_ok()) {
     ++stats_.load_failures;
     if (it != entries_.end()) it->second.error = loaded.status();
@@ -276,6 +288,7 @@ void AdapterCache::loader_main() {
     if (it == entries_.end()) continue;
     Entry& e = it->second;
     e.loading = false;
+    loaded_.notify_all();
     if (!loaded.is_ok()) {
       e.error = loaded.status();
       ++stats_.load_failures;

@@ -126,6 +126,7 @@ class AdapterCache {
   const AdapterCacheOptions options_;
   mutable std::mutex mu_;
   std::condition_variable work_;
+  std::condition_variable loaded_;                // a load (loader thread or load_now) ended
   std::map<std::string, Entry> entries_;          // guarded by mu_
   std::list<std::string> host_lru_;               // guarded by mu_; most recent at the back
   std::vector<std::string> slot_owner_;           // guarded by mu_; "" = free

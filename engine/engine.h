@@ -68,6 +68,7 @@ struct GenerationResult {
   FinishReason finish_reason = FinishReason::kNone;
   std::string adapter;
   std::string error;                 // why, with FinishReason::kError
+  StatusCode error_code = StatusCode::kOk;  // its kind, when known (e.g. kNotFound: the adapter went)
   double queue_ms = 0;               // arrival -> first scheduled
   double ttft_ms = 0;                // arrival -> first token
   std::vector<double> itl_ms;        // gaps between consecutive tokens

@@ -90,10 +90,12 @@ void EngineLoop::run() {
     for (auto& [id, request] : arrivals) {
       RequestSink* sink = request.sink;
       Result<int64_t> added = engine_->add_request(std::move(request), id);
-      if (!added.is_ok()) {  // validated in submit(), so only an internal failure lands here
+      if (!added.is_ok()) {  // valid at submit(); e.g. its adapter was removed since
         GenerationResult failed;
         failed.id = id;
-        failed.finish_reason = FinishReason::kCancelled;
+        failed.finish_reason = FinishReason::kError;
+        failed.error = added.status().message();
+        failed.error_code = added.status().code();
         sink->on_finish(failed);
       }
     }

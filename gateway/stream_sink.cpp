@@ -86,8 +86,13 @@ void StreamSink::deliver_finish(const GenerationResult& result) {
 
   const bool finished = result.finish_reason == FinishReason::kLength || result.finish_reason == FinishReason::kStop;
   const bool cancelled = result.finish_reason == FinishReason::kCancelled;
-  const http::status failure = cancelled ? http::status::service_unavailable : http::status::internal_server_error;
+  // An adapter removed between submit and admission: the client named something that is gone.
+  const bool gone = result.error_code == StatusCode::kNotFound;
+  const http::status failure = cancelled ? http::status::service_unavailable
+                               : gone    ? http::status::not_found
+                                         : http::status::internal_server_error;
   const std::string why = cancelled ? "the request was cancelled before it finished (the server is shutting down)"
+                          : gone    ? result.error
                                     : "generation failed: " + (result.error.empty() ? std::string("unknown error")
                                                                                      : result.error);
   if (!stream_) {

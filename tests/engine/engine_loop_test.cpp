@@ -80,6 +80,52 @@ class EngineLoopTest : public ::testing::Test {
   std::unique_ptr<EngineLoop> loop_;
 };
 
+// Holds the step thread inside on_token until released.
+class BlockingSink : public CollectingSink {
+ public:
+  void on_token(int64_t id, int32_t token, std::string_view delta) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    entered_ = true;
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return released_; });
+    lock.unlock();
+    CollectingSink::on_token(id, token, delta);
+  }
+  void wait_entered() {
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait(lock, [&] { return entered_; });
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable changed_;
+  bool entered_ = false, released_ = false;
+};
+
+TEST_F(EngineLoopTest, AnAdapterRemovedBeforeAdmissionEndsTheRequestAsNotFound) {
+  AdapterCache& cache = *loop_->engine().adapters();
+  ASSERT_TRUE(cache.add("x", testing::shared_dir() + "/models/stories260K-lora/a").is_ok());
+  BlockingSink blocker;
+  ASSERT_TRUE(loop_->submit(request("Once upon a time", 2, &blocker)).is_ok());
+  blocker.wait_entered();  // the step thread is busy: what is submitted now waits in the inbox
+  CollectingSink sink;
+  GenerationRequest r = request("Once upon a time", 2, &sink);
+  r.adapter = "x";
+  ASSERT_TRUE(loop_->submit(std::move(r)).is_ok()) << "valid when submitted";
+  ASSERT_TRUE(cache.remove("x").is_ok());
+  blocker.release();
+  const GenerationResult result = sink.wait();
+  EXPECT_EQ(result.finish_reason, FinishReason::kError) << "not kCancelled, which reads as a shutdown";
+  EXPECT_EQ(result.error_code, StatusCode::kNotFound);
+  EXPECT_NE(result.error.find("'x'"), std::string::npos) << result.error;
+  blocker.wait();
+}
+
 TEST_F(EngineLoopTest, AnIdleLoopFreesARemovedAdapterSoItsNameCanBeReused) {
   AdapterCache& cache = *loop_->engine().adapters();
   const std::string a = testing::shared_dir() + "/models/stories260K-lora/a";
