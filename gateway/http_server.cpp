@@ -18,7 +18,8 @@ HttpServer::HttpServer(ServerOptions options, const Router* router,
                        std::function<void(const RequestRecord&)> on_request_done)
     : ctx_(std::make_shared<SessionContext>()),
       ioc_(std::max(1, options.io_threads)),
-      acceptor_(net::make_strand(ioc_)) {
+      acceptor_(net::make_strand(ioc_)),
+      accept_backoff_(acceptor_.get_executor()) {
   ctx_->options = std::move(options);
   ctx_->router = router;
   ctx_->tracker = &tracker_;
@@ -62,8 +63,20 @@ void HttpServer::do_accept() {
 void HttpServer::on_accept(beast::error_code ec, tcp::socket socket) {
   if (!acceptor_.is_open() || ec == net::error::operation_aborted) return;
   if (ec) {
-    std::fprintf(stderr, "loragate: accept failed: %s\n", ec.message().c_str());
-  } else if (tracker_.size() >= static_cast<size_t>(std::max(0, ctx_->options.max_connections))) {
+    // Once per doubling of the wait: at most about one line a second once it is at 1 s.
+    ++accept_failures_;
+    backoff_ = std::min(std::chrono::milliseconds(1000), std::max(std::chrono::milliseconds(10), backoff_ * 2));
+    std::fprintf(stderr, "loragate: accept failed (%lld so far): %s; retrying in %lld ms\n",
+                 static_cast<long long>(accept_failures_), ec.message().c_str(),
+                 static_cast<long long>(backoff_.count()));
+    accept_backoff_.expires_after(backoff_);
+    accept_backoff_.async_wait([this](beast::error_code wait_ec) {
+      if (!wait_ec && acceptor_.is_open()) do_accept();
+    });
+    return;
+  }
+  backoff_ = std::chrono::milliseconds(0);
+  if (tracker_.size() >= static_cast<size_t>(std::max(0, ctx_->options.max_connections))) {
     beast::error_code ignored;
     socket.close(ignored);  // over the connection limit: refuse at once
   } else {
@@ -83,6 +96,7 @@ void HttpServer::stop_accepting() {
   net::dispatch(acceptor_.get_executor(), [this, &closed] {
     beast::error_code ignored;
     acceptor_.close(ignored);
+    accept_backoff_.cancel();
     closed.set_value();
   });
   closed.get_future().wait();

@@ -23,6 +23,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "common/status.h"
 #include "gateway/http_session.h"
@@ -72,6 +73,12 @@ class HttpServer {
   boost::asio::io_context ioc_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   boost::asio::ip::tcp::acceptor acceptor_;
+  // After a failed accept (EMFILE: out of descriptors) the next waits, 10 ms
+  // doubling to 1 s, so a full descriptor table is neither a hot loop nor a
+  // log flood; a successful accept resets it. On the acceptor's strand.
+  boost::asio::steady_timer accept_backoff_;
+  std::chrono::milliseconds backoff_{0};
+  int64_t accept_failures_ = 0;
   std::vector<std::thread> threads_;
   uint16_t port_ = 0;
 };

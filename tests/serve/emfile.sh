@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# EMFILE: `loragate serve` with a small descriptor limit, flooded with idle
+# connections until accept(2) fails. It must back off (no hot loop, no log
+# flood) and serve again once the connections close. Usage:
+#   emfile.sh path/to/loragate path/to/shared
+set -euo pipefail
+bin=$(realpath "$1")
+S=$(realpath -m "$2")
+if [ ! -f "$S/models/stories260K/model.safetensors" ]; then
+  echo "emfile: SKIPPED: shared test data not found at $S"
+  exit 0
+fi
+source "$(dirname "$0")/serve_helpers.sh"
+# The limit applies to the server alone (a subshell), not to this script's connections.
+(ulimit -n 96 && exec "$bin" serve --model "$S/models/stories260K" --registry "$work/registry.db" --port 0 \
+  --config /dev/null) > "$work/server.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do
+  url=$(grep -o 'on http://[0-9.:]*' "$work/server.log" | head -1 | cut -c4- || true)
+  [ -n "$url" ] && break
+  kill -0 "$pid" 2>/dev/null || fail "server exited at start"
+  sleep 0.1
+done
+[ -n "$url" ] || fail "server did not print its URL"
+hostport=${url#http://}
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+
+fds=()
+for _ in $(seq 1 160); do
+  exec {fd}<>"/dev/tcp/${hostport%:*}/${hostport#*:}" || break
+  fds+=("$fd")
+done
+sleep 0.3
+grep -q "accept failed" "$work/server.log" || fail "the descriptor limit was never reached (${#fds[@]} connections)"
+before=$(cpu_ticks)
+lines_before=$(grep -c "accept failed" "$work/server.log")
+sleep 3
+ticks=$(( $(cpu_ticks) - before ))
+lines=$(( $(grep -c "accept failed" "$work/server.log") - lines_before ))
+hz=$(getconf CLK_TCK)
+echo "out of descriptors for 3 s: $ticks CPU ticks (of $((3 * hz)) in 3 s), $lines log lines"
+[ "$ticks" -lt "$hz" ] || fail "accept spins: $ticks CPU ticks in 3 s"
+[ "$lines" -le 10 ] || fail "log flood: $lines lines in 3 s"
+for fd in "${fds[@]}"; do exec {fd}>&-; done
+for _ in $(seq 1 50); do
+  curl -sf "$url/health" > /dev/null && { echo "emfile: all checks passed"; exit 0; }
+  sleep 0.1
+done
+fail "the server did not recover once descriptors were free"
