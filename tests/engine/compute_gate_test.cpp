@@ -178,7 +178,7 @@ void run_two_loops(double share) {
   const ComputeGateStats s = gate.stats();
   ASSERT_GE(s.contested_grants, kGrants - 4);
   const double time = double(s.contested_candidate_ns) / double(s.contested_candidate_ns + s.contested_serving_ns);
-  EXPECT_NEAR(time, share, 0.05) << s.contested_candidate_turns << " of " << s.contested_grants << " turns";
+  EXPECT_NEAR(time, share, 0.1) << s.contested_candidate_turns << " of " << s.contested_grants << " turns";
 
 }
 
