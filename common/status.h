@@ -21,6 +21,7 @@ enum class StatusCode {
   kResourceExhausted, // out of KV blocks, slots, memory or queue space
   kIoError,           // the operating system refused a read, write or map
   kFailedPrecondition, // refused in the current state (a conflict the caller can resolve and retry)
+  kUnavailable,       // the service cannot take it now (shutting down); retry elsewhere or later
   kInternal,          // a broken invariant inside loragate
 };
 
@@ -38,6 +39,7 @@ class [[nodiscard]] Status {
   static Status resource_exhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
   static Status io_error(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
   static Status failed_precondition(std::string m) { return {StatusCode::kFailedPrecondition, std::move(m)}; }
+  static Status unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
   static Status internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
   bool is_ok() const { return code_ == StatusCode::kOk; }

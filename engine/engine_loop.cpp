@@ -41,7 +41,7 @@ Result<int64_t> EngineLoop::submit(GenerationRequest request) {
   int64_t id;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return Status::resource_exhausted("the engine is shutting down");
+    if (stopping_) return Status::unavailable("the engine is shutting down");
     id = next_id_++;
     inbox_.emplace_back(id, std::move(request));
     news_.store(true);

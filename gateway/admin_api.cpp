@@ -49,15 +49,7 @@ std::optional<ApiError> optional_string(const json& body, const char* key, std::
   return std::nullopt;
 }
 
-HttpResponse status_response(const Status& s) {
-  http::status code = http_status_for(s);
-  // Refusals that name a conflicting registration (a scenario using the adapter).
-  if (s.code() == StatusCode::kInvalidArgument && s.message().find("scenario") != std::string::npos &&
-      s.message().find("uses") != std::string::npos) {
-    code = http::status::conflict;
-  }
-  return error_response(code, s.message());
-}
+HttpResponse status_response(const Status& s) { return error_response(http_status_for(s), s.message()); }
 
 json adapter_json(const AdapterRecord& r) {
   return {{"name", r.name},         {"base_model", r.base_model},       {"path", r.path},

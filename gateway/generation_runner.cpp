@@ -47,7 +47,7 @@ void GenerationRunner::run(const std::shared_ptr<Exchange>& exchange, Generation
     if (s.code() == StatusCode::kNotFound) {
       return exchange->respond(error_response(http::status::not_found, s.message(), "model", "model_not_found"));
     }
-    if (s.code() == StatusCode::kResourceExhausted && s.message().find("shutting down") != std::string::npos) {
+    if (s.code() == StatusCode::kUnavailable) {
       return exchange->respond(error_response(http::status::service_unavailable, s.message(), "", "service_unavailable"));
     }
     // Engine-side resource_exhausted at submit is about this request's size (KV pool).

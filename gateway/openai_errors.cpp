@@ -42,6 +42,7 @@ http::status http_status_for(const Status& status, bool about_size) {
     case StatusCode::kUnsupported: return http::status::bad_request;
     case StatusCode::kNotFound: return http::status::not_found;
     case StatusCode::kFailedPrecondition: return http::status::conflict;
+    case StatusCode::kUnavailable: return http::status::service_unavailable;
     case StatusCode::kResourceExhausted:
       return about_size ? http::status::payload_too_large : http::status::too_many_requests;
     default: return http::status::internal_server_error;

@@ -27,7 +27,9 @@
 //   - every write is one transaction: readers see all of it or none of it.
 //
 // Errors: invalid_argument (malformed record, duplicate name, a rule above),
-// not_found (the name does not exist; the message names it and its base),
+// failed_precondition (an adapter a scenario still uses: the message names
+// the scenarios), not_found (the name does not exist; the message names it
+// and its base),
 // corrupt (the stored data is unreadable), io_error / resource_exhausted (the
 // storage failed or stayed locked), unsupported (a schema newer than this
 // build).

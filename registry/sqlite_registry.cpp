@@ -345,7 +345,7 @@ Status SqliteRegistry::check_adapter_unused(const std::string& name, const std::
     users += in_quotes(q.column_text(0));
   }
   if (users.empty()) return Status::ok();
-  return Status::invalid_argument("cannot " + doing + " adapter " + in_quotes(name) + " on base model " +
+  return Status::failed_precondition("cannot " + doing + " adapter " + in_quotes(name) + " on base model " +
                                   in_quotes(base_model) + ": scenario " + users +
                                   " uses it; point the scenario at another adapter or remove it first");
 }

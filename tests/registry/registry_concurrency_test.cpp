@@ -47,7 +47,7 @@ std::string churn(Registry& reg, int thread, std::atomic<int>* shared_wins) {
     auto scn = reg.set_scenario(scenario_name(thread), "base", mine);
     if (!scn.is_ok()) return "set_scenario: " + scn.status().to_string();
     // The one just pointed at is in use; the previous one is free.
-    if (reg.remove_adapter(mine, "base").code() != StatusCode::kInvalidArgument) return "removed in-use " + mine;
+    if (reg.remove_adapter(mine, "base").code() != StatusCode::kFailedPrecondition) return "removed in-use " + mine;
     if (round > 0) {
       const Status st = reg.remove_adapter(own_name(thread, round - 1), "base");
       if (!st.is_ok()) return "remove previous: " + st.to_string();

@@ -227,7 +227,7 @@ TEST_F(RegistryTest, SameAdapterNameOnTwoBasesCoexistsAndIsRemovedIndependently)
   EXPECT_EQ(reg->get_adapter("sql", "llama-b")->state, AdapterState::kFailed);
 
   // llama-a's 'sql' is used by text2sql there; llama-b's is not, and goes alone.
-  EXPECT_STATUS(reg->remove_adapter("sql", "llama-a"), StatusCode::kInvalidArgument, "'text2sql'");
+  EXPECT_STATUS(reg->remove_adapter("sql", "llama-a"), StatusCode::kFailedPrecondition, "'text2sql'");
   ASSERT_OK(reg->remove_adapter("sql", "llama-b"));
   EXPECT_STATUS(reg->get_adapter("sql", "llama-b").status(), StatusCode::kNotFound,
                 "adapter 'sql' not found on base model 'llama-b'");
@@ -260,8 +260,8 @@ TEST_F(RegistryTest, ScenarioOnTheNewBasePointsAtTheNewBasesAdapter) {
   EXPECT_EQ(reg->get_adapter(reg->resolve_scenario("text2sql", "v2").value(), "v2")->path, "/adapters/v2/sql");
   // v2's adapter is in use by v2's scenario only.
   const Status st = reg->remove_adapter("sql", "v2");
-  EXPECT_STATUS(st, StatusCode::kInvalidArgument, "adapter 'sql' on base model 'v2'");
-  EXPECT_STATUS(st, StatusCode::kInvalidArgument, "'text2sql'");
+  EXPECT_STATUS(st, StatusCode::kFailedPrecondition, "adapter 'sql' on base model 'v2'");
+  EXPECT_STATUS(st, StatusCode::kFailedPrecondition, "'text2sql'");
   ASSERT_OK(reg->remove_scenario("text2sql", "v1"));
   ASSERT_OK(reg->remove_adapter("sql", "v1"));
   EXPECT_EQ(reg->resolve_scenario("text2sql", "v2").value(), "sql");
@@ -376,10 +376,10 @@ TEST_F(RegistryTest, RemovingAnAdapterUsedByAScenarioIsRefusedNamingIt) {
   populate(*reg);
   ASSERT_TRUE(reg->set_scenario("reports", "llama-a", "sql").is_ok());
   const Status st = reg->remove_adapter("sql", "llama-a");
-  EXPECT_STATUS(st, StatusCode::kInvalidArgument, "adapter 'sql' on base model 'llama-a'");
-  EXPECT_STATUS(st, StatusCode::kInvalidArgument, "'reports'");
-  EXPECT_STATUS(st, StatusCode::kInvalidArgument, "'text2sql'");
-  EXPECT_STATUS(reg->set_adapter_state("sql", "llama-a", AdapterState::kRemoving), StatusCode::kInvalidArgument,
+  EXPECT_STATUS(st, StatusCode::kFailedPrecondition, "adapter 'sql' on base model 'llama-a'");
+  EXPECT_STATUS(st, StatusCode::kFailedPrecondition, "'reports'");
+  EXPECT_STATUS(st, StatusCode::kFailedPrecondition, "'text2sql'");
+  EXPECT_STATUS(reg->set_adapter_state("sql", "llama-a", AdapterState::kRemoving), StatusCode::kFailedPrecondition,
                 "'text2sql'");
   EXPECT_EQ(reg->get_adapter("sql", "llama-a")->state, AdapterState::kReady);
 

@@ -95,7 +95,7 @@ class SchemaTest : public testing::TempDirTest {
     EXPECT_EQ(base->error, "");
     EXPECT_TRUE((*reg)->list_swaps()->empty());
     // And it still enforces the rules after the migration.
-    EXPECT_EQ((*reg)->remove_adapter("sql", "llama-a").code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ((*reg)->remove_adapter("sql", "llama-a").code(), StatusCode::kFailedPrecondition);
     reg->reset();
     auto db = raw(file);
     EXPECT_EQ(schema_version(*db).value(), kRegistrySchemaVersion);
@@ -239,7 +239,7 @@ INSERT INTO scenarios VALUES ('text2sql', 'llama-a', 'sql', 300, 310);
 
     // The new key: the same name on the other base is now a separate adapter.
     EXPECT_TRUE((*reg)->add_adapter(testing::adapter("sql", "llama-b")).is_ok());
-    EXPECT_STATUS((*reg)->remove_adapter("sql", "llama-a"), StatusCode::kInvalidArgument, "'text2sql'");
+    EXPECT_STATUS((*reg)->remove_adapter("sql", "llama-a"), StatusCode::kFailedPrecondition, "'text2sql'");
   }
   auto db = raw("v2.db");
   EXPECT_EQ(schema_version(*db).value(), kRegistrySchemaVersion);
