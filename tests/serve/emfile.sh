@@ -11,17 +11,8 @@ if [ ! -f "$S/models/stories260K/model.safetensors" ]; then
   exit 0
 fi
 source "$(dirname "$0")/serve_helpers.sh"
-# The limit applies to the server alone (a subshell), not to this script's connections.
-(ulimit -n 96 && exec "$bin" serve --model "$S/models/stories260K" --registry "$work/registry.db" --port 0 \
-  --config /dev/null) > "$work/server.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 300); do
-  url=$(grep -o 'on http://[0-9.:]*' "$work/server.log" | head -1 | cut -c4- || true)
-  [ -n "$url" ] && break
-  kill -0 "$pid" 2>/dev/null || fail "server exited at start"
-  sleep 0.1
-done
-[ -n "$url" ] || fail "server did not print its URL"
+# The limit applies to the server alone, not to this script's connections.
+serve_fd_limit=96 start_server --model "$S/models/stories260K" --registry "$work/registry.db" --config /dev/null
 hostport=${url#http://}
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 

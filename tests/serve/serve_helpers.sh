@@ -1,12 +1,14 @@
 # Sourced by the serve scripts: a scratch dir, fail(), and start_server
 # ARGS... which runs `$bin serve ARGS... --port 0` in the background and sets
-# $pid and $url once it prints "serving ... on URL". Needs $bin set.
+# $pid and $url once it prints "serving ... on URL". Needs $bin set; with
+# $serve_fd_limit set, the server alone runs under `ulimit -n` of it.
 work=$(mktemp -d)
 trap 'kill -9 "${pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; echo "--- server output:"; cat "$work/server.log"; exit 1; }
 
 start_server() {
-  "$bin" serve "$@" --port 0 > "$work/server.log" 2>&1 &
+  (if [ -n "${serve_fd_limit:-}" ]; then ulimit -n "$serve_fd_limit"; fi
+   exec "$bin" serve "$@" --port 0) > "$work/server.log" 2>&1 &
   pid=$!
   url=
   for _ in $(seq 1 600); do
