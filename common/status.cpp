@@ -11,8 +11,10 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kUnsupported: return "unsupported";
     case StatusCode::kResourceExhausted: return "resource exhausted";
     case StatusCode::kIoError: return "i/o error";
+    case StatusCode::kAlreadyExists: return "already exists";
     case StatusCode::kFailedPrecondition: return "failed precondition";
     case StatusCode::kUnavailable: return "unavailable";
+    case StatusCode::kCancelled: return "cancelled";
     case StatusCode::kInternal: return "internal";
   }
   return "unknown";

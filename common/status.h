@@ -20,8 +20,10 @@ enum class StatusCode {
   kUnsupported,       // valid input that loragate does not implement
   kResourceExhausted, // out of KV blocks, slots, memory or queue space
   kIoError,           // the operating system refused a read, write or map
-  kFailedPrecondition, // refused in the current state (a conflict the caller can resolve and retry)
-  kUnavailable,       // the service cannot take it now (shutting down); retry elsewhere or later
+  kAlreadyExists,     // a name or id being registered is taken
+  kFailedPrecondition, // refused in the current state: the conflict code (in use, serving already); resolve and retry
+  kUnavailable,       // the service cannot take it now (shutting down, an adapter that does not load); retry later
+  kCancelled,         // the work was cancelled before it finished (a client went, the server stopped)
   kInternal,          // a broken invariant inside loragate
 };
 
@@ -38,8 +40,10 @@ class [[nodiscard]] Status {
   static Status unsupported(std::string m) { return {StatusCode::kUnsupported, std::move(m)}; }
   static Status resource_exhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
   static Status io_error(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
+  static Status already_exists(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
   static Status failed_precondition(std::string m) { return {StatusCode::kFailedPrecondition, std::move(m)}; }
   static Status unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
+  static Status cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
   static Status internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
   bool is_ok() const { return code_ == StatusCode::kOk; }

@@ -32,21 +32,34 @@ nlohmann::json error_body(http::status status, const std::string& message, const
 
 HttpResponse error_response(http::status status, const std::string& message, const std::string& param,
                             const std::string& code) {
-  return json_response(status, error_body(status, message, param, code));
+  HttpResponse res = json_response(status, error_body(status, message, param, code));
+  // Overload and temporary unavailability clear quickly (a queue slot frees
+  // per finished request): tell well-behaved clients to retry after a second.
+  if (status == http::status::too_many_requests || status == http::status::service_unavailable) {
+    res.set(http::field::retry_after, "1");
+  }
+  return res;
 }
 
-http::status http_status_for(const Status& status, bool about_size) {
-  switch (status.code()) {
+http::status http_status_for(StatusCode code, bool about_size) {
+  // Every code listed, no default: a new code does not compile until it has a row here.
+  switch (code) {
     case StatusCode::kOk: return http::status::ok;
     case StatusCode::kInvalidArgument:
     case StatusCode::kUnsupported: return http::status::bad_request;
     case StatusCode::kNotFound: return http::status::not_found;
+    case StatusCode::kAlreadyExists:
     case StatusCode::kFailedPrecondition: return http::status::conflict;
-    case StatusCode::kUnavailable: return http::status::service_unavailable;
     case StatusCode::kResourceExhausted:
       return about_size ? http::status::payload_too_large : http::status::too_many_requests;
-    default: return http::status::internal_server_error;
+    // A cancelled request is only ever answered when the server cancelled it (stopping).
+    case StatusCode::kUnavailable:
+    case StatusCode::kCancelled: return http::status::service_unavailable;
+    case StatusCode::kCorrupt:
+    case StatusCode::kIoError:
+    case StatusCode::kInternal: return http::status::internal_server_error;
   }
+  return http::status::internal_server_error;
 }
 
 }  // namespace loragate

@@ -25,9 +25,14 @@ HttpResponse error_response(http::status status, const std::string& message, con
 nlohmann::json error_body(http::status status, const std::string& message, const std::string& param = "",
                           const std::string& code = "");
 
-// invalid_argument/unsupported -> 400, not_found -> 404, resource_exhausted ->
-// 429 (or 413 when `about_size`), everything else -> 500.
-http::status http_status_for(const Status& status, bool about_size = false);
+// The one StatusCode -> HTTP table: invalid_argument/unsupported -> 400,
+// not_found -> 404, already_exists/failed_precondition -> 409,
+// resource_exhausted -> 429 (or 413 when `about_size`), unavailable/cancelled
+// -> 503, corrupt/io_error/internal -> 500.
+http::status http_status_for(StatusCode code, bool about_size = false);
+inline http::status http_status_for(const Status& status, bool about_size = false) {
+  return http_status_for(status.code(), about_size);
+}
 
 // An error that stops a request before it reaches the engine: status, message
 // and the offending parameter. Returned by the request parsers.

@@ -86,15 +86,17 @@ void StreamSink::deliver_finish(const GenerationResult& result) {
 
   const bool finished = result.finish_reason == FinishReason::kLength || result.finish_reason == FinishReason::kStop;
   const bool cancelled = result.finish_reason == FinishReason::kCancelled;
-  // An adapter removed between submit and admission: the client named something that is gone.
-  const bool gone = result.error_code == StatusCode::kNotFound;
-  const http::status failure = cancelled ? http::status::service_unavailable
-                               : gone    ? http::status::not_found
-                                         : http::status::internal_server_error;
+  // The engine's code picks the status from the one table (an adapter removed since submit: 404, one that
+  // does not load: 503); a failure of unknown kind is the server's.
+  const StatusCode code = cancelled                                 ? StatusCode::kCancelled
+                          : result.error_code == StatusCode::kOk ? StatusCode::kInternal
+                                                                  : result.error_code;
+  const http::status failure = http_status_for(code);
   const std::string why = cancelled ? "the request was cancelled before it finished (the server is shutting down)"
-                          : gone    ? result.error
-                                    : "generation failed: " + (result.error.empty() ? std::string("unknown error")
-                                                                                     : result.error);
+                          : failure != http::status::internal_server_error
+                              ? result.error
+                              : "generation failed: " + (result.error.empty() ? std::string("unknown error")
+                                                                               : result.error);
   if (!stream_) {
     exchange_->respond(finished ? json_response(http::status::ok, format_->full(result)) : error_response(failure, why));
     return;

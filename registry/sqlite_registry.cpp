@@ -365,7 +365,7 @@ Result<AdapterRecord> SqliteRegistry::add_adapter(const AdapterRecord& record) {
   }
   auto existing = find_adapter(record.name, record.base_model);
   if (existing) {
-    return Status::invalid_argument("adapter " + in_quotes(record.name) + " already exists on base model " +
+    return Status::already_exists("adapter " + in_quotes(record.name) + " already exists on base model " +
                                     in_quotes(record.base_model));
   }
   if (existing.status().code() != StatusCode::kNotFound) return existing.status();

@@ -80,6 +80,11 @@ TEST(OpenAiErrors, ShapeAndStatusMap) {
   EXPECT_EQ(http_status_for(Status::resource_exhausted("x")), http::status::too_many_requests);
   EXPECT_EQ(http_status_for(Status::resource_exhausted("x"), true), http::status::payload_too_large);
   EXPECT_EQ(http_status_for(Status::internal("x")), http::status::internal_server_error);
+  EXPECT_EQ(http_status_for(Status::already_exists("x")), http::status::conflict);
+  EXPECT_EQ(http_status_for(Status::failed_precondition("x")), http::status::conflict);
+  EXPECT_EQ(http_status_for(Status::unavailable("x")), http::status::service_unavailable);
+  EXPECT_EQ(http_status_for(Status::cancelled("x")), http::status::service_unavailable);
+  EXPECT_EQ(http_status_for(StatusCode::kIoError), http::status::internal_server_error);
   EXPECT_EQ(json::parse(error_response(http::status::too_many_requests, "slow").body())["error"]["type"],
             "rate_limit_error");
 }

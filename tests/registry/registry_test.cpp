@@ -198,7 +198,7 @@ TEST_F(RegistryTest, UpsertBaseModelUpdatesEveryFieldKeepingCreatedAt) {
 TEST_F(RegistryTest, DuplicateAdapterOnOneBaseIsRefused) {
   auto reg = open_registry();
   populate(*reg);
-  EXPECT_STATUS(reg->add_adapter(adapter("sql", "llama-a")).status(), StatusCode::kInvalidArgument,
+  EXPECT_STATUS(reg->add_adapter(adapter("sql", "llama-a")).status(), StatusCode::kAlreadyExists,
                 "adapter 'sql' already exists on base model 'llama-a'");
   EXPECT_EQ(reg->list_adapters()->size(), 3u);
 }
@@ -209,7 +209,7 @@ TEST_F(RegistryTest, SameAdapterNameOnTwoBasesCoexistsAndIsRemovedIndependently)
   AdapterRecord on_b = adapter("sql", "llama-b", 32);
   on_b.path = "/adapters/sql-retrained-for-b";
   ASSERT_TRUE(reg->add_adapter(on_b).is_ok());
-  EXPECT_STATUS(reg->add_adapter(on_b).status(), StatusCode::kInvalidArgument,
+  EXPECT_STATUS(reg->add_adapter(on_b).status(), StatusCode::kAlreadyExists,
                 "adapter 'sql' already exists on base model 'llama-b'");
 
   auto all = reg->list_adapters();

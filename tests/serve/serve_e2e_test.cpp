@@ -139,7 +139,7 @@ TEST_F(ServeE2eTest, AdminAuthAndPathChecks) {
   EXPECT_EQ(call(url, "POST", "/admin/adapters", {{"name", "a"}}).status, 400);
   auto duplicate = call(url, "POST", "/admin/adapters", body);
   ASSERT_EQ(duplicate.status, 201) << duplicate.body;
-  EXPECT_EQ(call(url, "POST", "/admin/adapters", body).status, 400);
+  EXPECT_EQ(call(url, "POST", "/admin/adapters", body).status, 409) << "already registered";
   EXPECT_EQ(call(url, "DELETE", "/admin/adapters/never-registered").status, 404);
   EXPECT_EQ(server.stop(), 0);
 }
