@@ -1,9 +1,28 @@
 #include "adapters/adapter_cache.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+
+#include "adapters/adapter_dir.h"
 
 namespace loragate {
+namespace {
+
+// What a client hears about an adapter that does not load: its name and whether
+// waiting helps, never its files. Missing or unreadable files may come back.
+Status unservable(const std::string& name, const Status& load_error) {
+  const bool transient = load_error.code() == StatusCode::kNotFound || load_error.code() == StatusCode::kIoError;
+  return Status::unavailable(transient ? "adapter '" + name +
+                                             "' cannot be loaded right now (its files are missing or unreadable); "
+                                             "retry later"
+                                       : "adapter '" + name + "' is broken and cannot be served until an operator "
+                                                              "replaces it");
+}
+
+}  // namespace
 
 const char* adapter_tier_name(AdapterTier t) {
   switch (t) {
@@ -22,7 +41,10 @@ AdapterCache::AdapterCache(const ModelConfig& base, AdapterCacheOptions options)
       slot_owner_(static_cast<size_t>(options.max_loras)),
       slot_pins_(static_cast<size_t>(options.max_loras), 0),
       slots_(base, options.max_loras, options.max_rank) {
-  loader_ = std::thread([this] { loader_main(); });
+  loader_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "lg-adapter-load");
+    loader_main();
+  });
 }
 
 AdapterCache::~AdapterCache() {
@@ -34,20 +56,36 @@ AdapterCache::~AdapterCache() {
   loader_.join();
 }
 
-Status AdapterCache::add(const std::string& name, const std::string& path) {
+Status AdapterCache::add(const std::string& name, const std::string& path, const std::string& sha256) {
   if (name.empty()) return Status::invalid_argument("an adapter needs a name");
+  std::string confined_to = adapter_confinement_for(path);  // the disk, before the lock
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(name);
   if (it != entries_.end() && !it->second.removed) {
-    return Status::invalid_argument("adapter '" + name + "' is already registered");
+    return Status::already_exists("adapter '" + name + "' is already registered");
   }
-  if (it != entries_.end()) return Status::resource_exhausted("adapter '" + name + "' is still being removed; retry");
-  entries_[name].path = path;
+  if (it != entries_.end()) return Status::failed_precondition("adapter '" + name + "' is still being removed; retry");
+  Entry& e = entries_[name];
+  e.path = path;
+  e.confined_to = std::move(confined_to);
+  e.sha256 = sha256;
   return Status::ok();
 }
 
+Status AdapterCache::check_identity(const std::string& name, Entry& e, const LoraAdapter& loaded) {
+  if (e.sha256.empty()) {
+    e.sha256 = loaded.weights_sha256();
+    return Status::ok();
+  }
+  if (loaded.weights_sha256() == e.sha256) return Status::ok();
+  return Status::corrupt("adapter '" + name + "': " + e.path +
+                         "/adapter_model.safetensors changed since it was registered (sha256 " +
+                         loaded.weights_sha256() + ", registered " + e.sha256 +
+                         "); register the new weights under a new name, or restore the file");
+}
+
 Status AdapterCache::load_now(const std::string& name) {
-  std::string path;
+  std::string path, confined_to;
   {
     std::unique_lock<std::mutex> lock(mu_);
     // One load at a time per adapter: a second would count its bytes twice and list it twice in the LRU.
@@ -64,18 +102,21 @@ Status AdapterCache::load_now(const std::string& name) {
     if (waited && !it->second.error.is_ok()) return it->second.error;  // the load it waited for failed
     it->second.loading = true;
     path = it->second.path;
+    confined_to = it->second.confined_to;
   }
   const auto start = std::chrono::steady_clock::now();
-  Result<std::shared_ptr<const LoraAdapter>> loaded = LoraAdapter::load(path, base_, options_.max_rank);
+  Result<std::shared_ptr<const LoraAdapter>> loaded = LoraAdapter::load(path, base_, options_.max_rank, confined_to);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(name);
   if (it != entries_.end()) it->second.loading = false;
   loaded_.notify_all();
+  if (loaded.is_ok() && it != entries_.end()) {
+    if (Status same = check_identity(name, it->second, **loaded); !same.is_ok()) loaded = same;
+  }
   if (!loaded.is_ok()) {
-    ++stats_.load_failures;
-    if (it != entries_.end()) it->second.error = loaded.status();
-    return loaded.status();
+    if (it != entries_.end()) record_failure_locked(name, it->second, loaded.status());
+    return loaded.status();  // to the operator registering it: the whole story
   }
   ++stats_.loads;
   stats_.load_ms_total += ms;
@@ -143,6 +184,7 @@ std::vector<AdapterInfo> AdapterCache::list() const {
         }
       }
     }
+    info.sha256 = e.sha256;
     info.error = e.error.is_ok() ? "" : e.error.message();
     out.push_back(std::move(info));
   }
@@ -189,7 +231,9 @@ AdapterCache::AcquireResult AdapterCache::acquire(const std::string& name) {
     return {Acquire::kReady, e.slot, Status::ok()};
   }
   if (!e.host) {
-    if (!e.error.is_ok() && !e.loading) return {Acquire::kFailed, -1, e.error};
+    if (!e.error.is_ok() && !e.loading && std::chrono::steady_clock::now() < e.retry_at) {
+      return {Acquire::kFailed, -1, unservable(name, e.error)};
+    }
     if (!e.loading) {
       e.loading = true;
       load_queue_.push_back(name);
@@ -254,6 +298,15 @@ void AdapterCache::collect_removed() {
   }
 }
 
+void AdapterCache::record_failure_locked(const std::string& name, Entry& e, const Status& error) {
+  ++stats_.load_failures;
+  e.error = error;
+  e.retry_at = std::chrono::steady_clock::now() + options_.retry_after_failure;
+  // The paths go to the server's log, not to clients.
+  std::fprintf(stderr, "loragate: adapter '%s' does not load (tried again in %lld ms at the earliest): %s\n",
+               name.c_str(), static_cast<long long>(options_.retry_after_failure.count()), error.to_string().c_str());
+}
+
 void AdapterCache::evict_host_locked() {
   // Oldest first; an adapter in a slot keeps working from the slot's copy.
   for (auto it = host_lru_.begin(); it != host_lru_.end() && stats_.host_bytes > options_.host_budget_bytes;) {
@@ -271,7 +324,7 @@ void AdapterCache::evict_host_locked() {
 
 void AdapterCache::loader_main() {
   for (;;) {
-    std::string name, path;
+    std::string name, path, confined_to;
     {
       std::unique_lock<std::mutex> lock(mu_);
       work_.wait(lock, [&] { return stopping_ || !load_queue_.empty(); });
@@ -279,9 +332,10 @@ void AdapterCache::loader_main() {
       name = load_queue_.front();
       load_queue_.pop_front();
       path = entries_[name].path;
+      confined_to = entries_[name].confined_to;
     }
     const auto start = std::chrono::steady_clock::now();
-    Result<std::shared_ptr<const LoraAdapter>> loaded = LoraAdapter::load(path, base_, options_.max_rank);
+    Result<std::shared_ptr<const LoraAdapter>> loaded = LoraAdapter::load(path, base_, options_.max_rank, confined_to);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     std::lock_guard<std::mutex> lock(mu_);
     auto it = entries_.find(name);
@@ -289,9 +343,11 @@ void AdapterCache::loader_main() {
     Entry& e = it->second;
     e.loading = false;
     loaded_.notify_all();
+    if (loaded.is_ok()) {
+      if (Status same = check_identity(name, e, **loaded); !same.is_ok()) loaded = same;
+    }
     if (!loaded.is_ok()) {
-      e.error = loaded.status();
-      ++stats_.load_failures;
+      record_failure_locked(name, e, loaded.status());
       continue;
     }
     ++stats_.loads;

@@ -1,17 +1,22 @@
 // AdapterCache: the three tiers one engine's LoRA adapters live in.
 //
-//   disk   -> registered name -> directory (add/remove)
+//   disk   -> registered name -> directory (add/remove); every file a load
+//             opens must lie inside the directory as registered (AdapterDir)
 //   host   -> loaded, validated adapters, LRU-evicted past a byte budget
 //   slots  -> the engine's preallocated LoraSlots; a slot is pinned while a
 //             running sequence uses it and is never evicted then
 //
 // Loads run on a loader thread: the step loop never waits on disk. acquire()
 // either pins a slot or says why the caller must wait (loading, or every
-// slot pinned). Thread-safety: add/remove/contains/stats/list may be called
+// slot pinned). A load that fails is retried after a short backoff, not
+// cached for good (the files may come back); meanwhile requests are refused
+// with a Status that names the adapter, never its paths (the full error is
+// logged and listed by list()). Thread-safety: add/remove/contains/stats/list may be called
 // from any thread; acquire/release/collect_removed and slots() belong to the
 // engine's step thread (slot contents change only there, between forwards).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -34,6 +39,7 @@ struct AdapterCacheOptions {
   int32_t max_loras = 8;                   // slots usable in one step
   int32_t max_rank = 16;                   // largest adapter rank accepted
   int64_t host_budget_bytes = 2ll << 30;   // loaded adapters kept in host memory
+  std::chrono::milliseconds retry_after_failure{1000};  // a failed load is tried again no sooner
 };
 
 struct AdapterCacheStats {
@@ -60,7 +66,8 @@ struct AdapterInfo {
   double alpha = 0;          // lora_alpha; 0 until loaded
   std::vector<std::string> target_modules;  // e.g. {"q_proj", "v_proj"}; empty until loaded
   size_t bytes = 0;          // 0 until loaded
-  std::string error;         // why the last load failed
+  std::string sha256;        // of adapter_model.safetensors: as registered, else as first loaded; "" until then
+  std::string error;         // why the last load failed (with paths: for operators only)
 };
 
 class AdapterCache {
@@ -70,9 +77,13 @@ class AdapterCache {
   AdapterCache(const AdapterCache&) = delete;
   AdapterCache& operator=(const AdapterCache&) = delete;
 
-  // Registers `name` for the adapter in `path` (not loaded yet). Fails when
-  // the name is taken.
-  Status add(const std::string& name, const std::string& path);
+  // Registers `name` for the adapter in `path` (not loaded yet); its files
+  // are confined to the directory `path` resolves to now. Every load must
+  // find adapter_model.safetensors with the SHA-256 `sha256` (hex), or, when
+  // that is "", the one the first successful load found: weights changed on
+  // disk since are refused (corrupt), never served under the old name. Fails
+  // with already_exists when the name is taken.
+  Status add(const std::string& name, const std::string& path, const std::string& sha256 = "");
   // Loads now, on the caller's thread, and keeps the result in the host tier:
   // used to validate an adapter before accepting its registration.
   Status load_now(const std::string& name);
@@ -98,7 +109,7 @@ class AdapterCache {
   struct AcquireResult {
     Acquire state = Acquire::kFailed;
     int32_t slot = -1;
-    Status error;  // with kFailed
+    Status error;  // with kFailed; safe to show any client
   };
   // Pins a slot holding `name`, loading or evicting as needed.
   AcquireResult acquire(const std::string& name);
@@ -115,10 +126,16 @@ class AdapterCache {
     bool loading = false;
     bool removed = false;
     int64_t holds = 0;                         // accepted requests not yet ended
-    Status error;                              // last load failure
+    std::string confined_to;                   // its files must lie inside (AdapterDir)
+    std::string sha256;                        // the weights' identity; "" until known
+    Status error;                              // last load failure, paths included
+    std::chrono::steady_clock::time_point retry_at;  // after a failure, no new load before this
     int32_t slot = -1;
   };
   void loader_main();
+  void record_failure_locked(const std::string& name, Entry& e, const Status& error);
+  // ok when `loaded` has the entry's identity (or fixes it, the first time).
+  static Status check_identity(const std::string& name, Entry& e, const LoraAdapter& loaded);
   void evict_host_locked();
   int32_t find_slot_locked();
 

@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <string_view>
 
+#include "adapters/adapter_dir.h"
 #include "common/dtype.h"
+#include "common/sha256.h"
 #include "engine/loader/safetensors.h"
 
 namespace loragate {
@@ -135,14 +137,13 @@ Status read_matrix(const TensorView& t, const std::vector<int64_t>& want, int ra
 
 Result<std::shared_ptr<const LoraAdapter>> LoraAdapter::load(const std::string& dir,
                                                              const ModelConfig& base,
-                                                             int64_t max_rank) {
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return Status::not_found(dir + ": adapter directory not found");
+                                                             int64_t max_rank, const std::string& confined_to) {
+  LG_ASSIGN_OR_RETURN(AdapterDir files, AdapterDir::open(dir, confined_to));
   if (max_rank <= 0) {
     return Status::invalid_argument("max_rank must be positive, got " + std::to_string(max_rank));
   }
   const int64_t num_layers = base.num_hidden_layers;
-  LG_ASSIGN_OR_RETURN(PeftConfig config, PeftConfig::load(dir));
+  LG_ASSIGN_OR_RETURN(PeftConfig config, PeftConfig::load(files));
 
   // The config against the base: layer indices, ranks, and at least one target.
   for (int64_t layer : config.layers_to_transform()) {
@@ -171,16 +172,14 @@ Result<std::shared_ptr<const LoraAdapter>> LoraAdapter::load(const std::string& 
                                     ": target_modules selects no module of this base model");
   }
 
-  const fs::path weights_path = fs::path(dir) / "adapter_model.safetensors";
-  if (!fs::is_regular_file(weights_path, ec)) {
-    const fs::path bin = fs::path(dir) / "adapter_model.bin";
-    if (fs::exists(bin, ec)) {
-      return Status::unsupported(bin.string() +
-                                 ": pickle .bin adapters are not supported; convert to safetensors");
-    }
-    return Status::not_found(weights_path.string() + ": not found");
+  if (!files.has("adapter_model.safetensors") && files.has("adapter_model.bin")) {
+    return Status::unsupported((fs::path(dir) / "adapter_model.bin").string() +
+                               ": pickle .bin adapters are not supported; convert to safetensors");
   }
-  LG_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsFile> file, SafetensorsFile::open(weights_path.string()));
+  LG_ASSIGN_OR_RETURN(const std::string weights_path, files.file("adapter_model.safetensors"));
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsFile> file, SafetensorsFile::open(weights_path));
+  // The identity the registry keeps, of exactly the bytes parsed below.
+  std::string weights_sha256 = sha256_hex(file->bytes());
 
   // Every tensor must be the A or B of a targeted (layer, module), once.
   struct Pair {
@@ -209,6 +208,7 @@ Result<std::shared_ptr<const LoraAdapter>> LoraAdapter::load(const std::string& 
   if (p.filename().empty()) p = p.parent_path();
   adapter->name_ = p.filename().string();
   adapter->path_ = dir;
+  adapter->weights_sha256_ = std::move(weights_sha256);
   adapter->layers_.resize(static_cast<size_t>(num_layers));
   for (int64_t layer = 0; layer < num_layers; ++layer) {
     for (LoraModule m : kAllLoraModules) {

@@ -40,11 +40,13 @@ struct LoraWeights {
 class LoraAdapter {
  public:
   // Loads and validates the adapter in `dir` for `base`. Refuses ranks above
-  // `max_rank` (the serving slots' capacity). The adapter's name is the
-  // directory's last component.
+  // `max_rank` (the serving slots' capacity) and files that resolve outside
+  // `confined_to` ("" = the directory's own real path; see AdapterDir). The
+  // adapter's name is the directory's last component.
   static Result<std::shared_ptr<const LoraAdapter>> load(const std::string& dir,
                                                          const ModelConfig& base,
-                                                         int64_t max_rank);
+                                                         int64_t max_rank,
+                                                         const std::string& confined_to = "");
 
   LoraAdapter(const LoraAdapter&) = delete;
   LoraAdapter& operator=(const LoraAdapter&) = delete;
@@ -63,6 +65,8 @@ class LoraAdapter {
   int64_t num_targets() const { return num_targets_; }
   // Host memory held by the f32 A and B matrices.
   size_t bytes() const { return bytes_; }
+  // SHA-256 (hex) of the adapter_model.safetensors these weights were read from.
+  const std::string& weights_sha256() const { return weights_sha256_; }
 
  private:
   explicit LoraAdapter(PeftConfig config) : config_(std::move(config)) {}
@@ -74,6 +78,7 @@ class LoraAdapter {
   int64_t max_rank_ = 0;
   int64_t num_targets_ = 0;
   size_t bytes_ = 0;
+  std::string weights_sha256_;
 };
 
 }  // namespace loragate

@@ -2,6 +2,7 @@
 #include "adapters/peft_config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +10,8 @@
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "adapters/adapter_dir.h"
 
 namespace loragate {
 namespace {
@@ -113,6 +116,12 @@ class Reader {
 Result<std::shared_ptr<const std::regex>> compile(const Reader& r, const std::string& key,
                                                   const std::string& text,
                                                   const std::string& regex_text) {
+  // libstdc++ overflows (UB) reading a back-reference or {n,m} count past
+  // int64; no module pattern needs a number of more than 9 digits.
+  for (size_t i = 0, run = 0; i < regex_text.size(); ++i) {
+    run = std::isdigit(static_cast<unsigned char>(regex_text[i])) ? run + 1 : 0;
+    if (run > 9) return r.invalid(key, "has a number of more than 9 digits in regular expression '" + text + "'");
+  }
   try {
     return std::make_shared<const std::regex>(regex_text, std::regex::ECMAScript);
   } catch (const std::regex_error& e) {
@@ -314,16 +323,20 @@ Result<PeftConfig> PeftConfig::parse(const std::string& json_text, const std::st
   return c;
 }
 
-Result<PeftConfig> PeftConfig::load(const std::string& dir) {
-  const std::string path = (fs::path(dir) / "adapter_config.json").string();
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) return Status::not_found(path + ": not found");
-  std::ifstream in(path, std::ios::binary);
+Result<PeftConfig> PeftConfig::load(const AdapterDir& dir) {
+  const std::string path = (fs::path(dir.path()) / "adapter_config.json").string();  // named in errors
+  LG_ASSIGN_OR_RETURN(const std::string real, dir.file("adapter_config.json"));
+  std::ifstream in(real, std::ios::binary);
   if (!in) return Status::io_error(path + ": cannot be opened for reading");
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) return Status::io_error(path + ": read failed");
   return parse(text.str(), path);
+}
+
+Result<PeftConfig> PeftConfig::load(const std::string& dir) {
+  LG_ASSIGN_OR_RETURN(AdapterDir d, AdapterDir::open(dir));
+  return load(d);
 }
 
 float PeftConfig::scaling_for(int64_t rank, double alpha) const {

@@ -31,6 +31,8 @@
 
 namespace loragate {
 
+class AdapterDir;
+
 // The largest lora_alpha (or alpha_pattern value) accepted.
 inline constexpr double kMaxLoraAlpha = 65536;
 
@@ -45,7 +47,9 @@ class PeftConfig {
  public:
   // Parses adapter_config.json text; `source` names it in errors.
   static Result<PeftConfig> parse(const std::string& json_text, const std::string& source);
-  // Reads and parses `dir`/adapter_config.json (not_found when absent).
+  // Reads and parses adapter_config.json of `dir` (not_found when absent;
+  // refused when it resolves outside the directory, see AdapterDir).
+  static Result<PeftConfig> load(const AdapterDir& dir);
   static Result<PeftConfig> load(const std::string& dir);
 
   // The rank, alpha and scaling of (layer, module), or nullopt when the

@@ -214,7 +214,7 @@ Status BaseSet::restore_adapters(ServingBase& base) {
   LG_ASSIGN_OR_RETURN(std::vector<AdapterRecord> adapters, registry_->list_adapters(base.name()));
   for (const AdapterRecord& a : adapters) {
     if (a.state != AdapterState::kReady || base.adapters()->contains(a.name)) continue;
-    LG_RETURN_IF_ERROR(base.adapters()->add(a.name, a.path).with_context("restoring adapter '" + a.name + "'"));
+    LG_RETURN_IF_ERROR(base.adapters()->add(a.name, a.path, a.sha256).with_context("restoring adapter '" + a.name + "'"));
   }
   return Status::ok();
 }

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <vector>
 
-#include "registry/sha256.h"
+#include "common/sha256.h"
 
 namespace loragate {
 

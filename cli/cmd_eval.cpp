@@ -22,7 +22,7 @@
 #include "evaluator/runner.h"
 #include "evaluator/suite.h"
 #include "registry/evaluation_store.h"
-#include "registry/sha256.h"
+#include "common/sha256.h"
 
 namespace loragate::cli {
 namespace {

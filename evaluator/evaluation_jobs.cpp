@@ -5,7 +5,7 @@
 #include "evaluator/report.h"
 #include "evaluator/runner.h"
 #include "evaluator/suite.h"
-#include "registry/sha256.h"
+#include "common/sha256.h"
 
 namespace loragate::eval {
 

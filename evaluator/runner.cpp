@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "evaluator/metrics.h"
-#include "registry/sha256.h"
+#include "common/sha256.h"
 
 namespace loragate::eval {
 namespace {

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/dtype.h"
@@ -41,6 +42,8 @@ class SafetensorsFile {
   const std::vector<TensorView>& tensors() const { return tensors_; }
   const TensorView* find(const std::string& name) const;  // nullptr when absent
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  // The whole mapped file (header and data), e.g. to hash exactly what was parsed.
+  std::string_view bytes() const { return {static_cast<const char*>(map_), map_size_}; }
 
  private:
   SafetensorsFile() = default;

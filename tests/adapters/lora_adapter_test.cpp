@@ -448,6 +448,20 @@ TEST_F(LoraAdapterTest, NonFiniteValues) {
   EXPECT_MSG_HAS(s, "element 5");
 }
 
+TEST_F(LoraAdapterTest, InfinityInHalfPrecisionIsRefusedByName) {
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    SCOPED_TRACE(std::string(dtype_name(dtype)));
+    std::vector<TensorData> t = fake_adapter(base_, {LoraModule::kV}, 2, dtype);
+    const uint16_t inf = dtype == DType::kF16 ? f32_to_f16(-std::numeric_limits<float>::infinity())
+                                              : f32_to_bf16(-std::numeric_limits<float>::infinity());
+    std::memcpy(t[0].bytes.data() + 2 * 3, &inf, 2);  // layer 0 v A, element 3
+    write(lora_config(2, 2, {"v_proj"}), t);
+    Status s = expect_error(StatusCode::kCorrupt);
+    EXPECT_MSG_HAS(s, lora_key(0, LoraModule::kV, true));
+    EXPECT_MSG_HAS(s, "non-finite value at element 3");
+  }
+}
+
 TEST_F(LoraAdapterTest, PeftTypeOtherThanLora) {
   json config = lora_config(2, 2, {"q_proj"});
   config["peft_type"] = "ADALORA";

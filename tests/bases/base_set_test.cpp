@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "bases/base_set.h"
-#include "registry/sha256.h"
+#include "common/sha256.h"
 #include "tests/test_util.h"
 
 namespace loragate {

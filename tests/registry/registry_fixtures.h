@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "registry/records.h"
-#include "registry/sha256.h"
+#include "common/sha256.h"
 #include "tests/test_util.h"
 
 // Expects `status` to carry `code` and a message containing `text`.

@@ -1,5 +1,6 @@
-// SHA-256 (FIPS 180-4): the digest the registry stores for every adapter's
-// adapter_model.safetensors, so that a changed file on disk is noticed.
+// SHA-256 (FIPS 180-4): the identity of weight files. The registry stores it
+// for every adapter's adapter_model.safetensors and every base, and the
+// adapter cache checks it on every load, so that a changed file is noticed.
 //
 // Sha256 is a plain incremental hasher owned by its caller; it is not
 // thread-safe (one object per thread). The free functions are reentrant.

@@ -1,6 +1,6 @@
 // Sha256: the FIPS 180-4 / NIST example vectors, incremental feeding in odd
 // pieces (every padding boundary), and sha256_file on real files.
-#include "registry/sha256.h"
+#include "common/sha256.h"
 
 #include <gtest/gtest.h>
 
