@@ -9,6 +9,9 @@
 namespace loragate::jinja {
 namespace {
 
+// What one for-loop iteration costs in steps: a scope and a loop object of a dozen entries.
+constexpr std::uint64_t kStepsPerIteration = 8;
+
 [[noreturn]] void limit_error(const std::string& message) {
   throw TemplateError(StatusCode::kResourceExhausted, message);
 }
@@ -66,6 +69,28 @@ void Interpreter::count_iterations(std::uint64_t n) {
     limit_error("template exceeded " + std::to_string(limits_.max_loop_iterations) + " loop iterations");
 }
 
+void Interpreter::count_steps(std::uint64_t n) {
+  steps_ += n;
+  if (steps_ > limits_.max_steps)
+    limit_error("template exceeded its budget of " + std::to_string(limits_.max_steps) + " steps");
+}
+
+void Interpreter::count_bytes(const Value& v) {
+  charge_bytes(v.is_string() ? v.s.size() : v.is_list() ? v.list->size() * sizeof(Value) : 0);
+}
+
+void Interpreter::charge_bytes(std::size_t n) {
+  bytes_ += n;
+  if (bytes_ > limits_.max_bytes)
+    limit_error("template exceeded its budget of " + std::to_string(limits_.max_bytes >> 20) +
+                " MiB of strings and lists built or scanned");
+}
+
+Value Interpreter::built(Value v) {
+  count_bytes(v);
+  return v;
+}
+
 void Interpreter::emit(const std::string& text) {
   if (out_.size() + text.size() > limits_.max_output_bytes)
     limit_error("template output exceeds " + std::to_string(limits_.max_output_bytes) + " bytes");
@@ -112,6 +137,7 @@ Interpreter::Flow Interpreter::exec_body(const Body& body) {
 }
 
 Interpreter::Flow Interpreter::exec(const Stmt& s) {
+  count_steps(1);
   switch (s.kind) {
     case Stmt::Kind::kText: emit(s.text); break;
     case Stmt::Kind::kOutput: emit(eval(s.expr.get()).str()); break;
@@ -178,6 +204,7 @@ void Interpreter::exec_for(const Stmt& s) {
   }
   const std::int64_t n = static_cast<std::int64_t>(items.size());
   for (std::int64_t k = 0; k < n; ++k) {
+    count_steps(kStepsPerIteration);
     scope_ = std::make_shared<Scope>(Scope{{}, outer});
     Value loop = Value::make_dict();
     Dict& d = *loop.dict;
@@ -282,7 +309,9 @@ Value Interpreter::eval_call(const Expr& e, const Value* caller) {
   std::string what = callee.kind == Expr::Kind::kName ? callee.name
                      : callee.kind == Expr::Kind::kGetAttr ? callee.name
                                                              : "expression";
-  return call(fn, args, what);
+  Value result = call(fn, args, what);
+  count_bytes(result);
+  return result;
 }
 
 Value Interpreter::get_attr(const Value& obj, const std::string& name) {
@@ -294,6 +323,7 @@ Value Interpreter::get_attr(const Value& obj, const std::string& name) {
     if (const Value* v = obj.dict->find(name)) return *v;
     return Value::undefined(name);
   }
+  if (obj.is_string()) count_bytes(obj);  // the bound method holds a copy and scans it
   if (obj.is_string() || obj.is_list()) return get_method(obj, name);
   return Value::undefined(name);
 }
@@ -314,6 +344,7 @@ Value Interpreter::get_item(const Value& obj, const Value& key) {
       if (idx < 0 || idx >= n) return Value::undefined();
       return (*obj.list)[static_cast<std::size_t>(idx)];
     }
+    charge_bytes(obj.s.size() * sizeof(std::string));  // split into one string per character to index
     std::vector<std::string> chars = utf8_chars(obj.s);
     std::int64_t n = static_cast<std::int64_t>(chars.size());
     if (idx < 0) idx += n;
@@ -338,6 +369,7 @@ Value Interpreter::slice(const Value& obj, const Value& start, const Value& stop
   if (obj.is_list()) {
     n = static_cast<std::int64_t>(obj.list->size());
   } else if (obj.is_string()) {
+    charge_bytes(obj.s.size() * sizeof(std::string));  // split into one string per character to slice
     chars = utf8_chars(obj.s);
     n = static_cast<std::int64_t>(chars.size());
   } else if (obj.is_undefined()) {
@@ -358,11 +390,14 @@ Value Interpreter::slice(const Value& obj, const Value& start, const Value& stop
     if (obj.is_list()) items.push_back((*obj.list)[static_cast<std::size_t>(k)]);
     else s += chars[static_cast<std::size_t>(k)];
   }
-  return obj.is_list() ? Value::make_list(std::move(items)) : Value::string(std::move(s));
+  Value result = obj.is_list() ? Value::make_list(std::move(items)) : Value::string(std::move(s));
+  count_bytes(result);
+  return result;
 }
 
 Value Interpreter::eval(const Expr* e) {
   if (!e) return hole_ ? *hole_ : Value::undefined();
+  count_steps(1);
   switch (e->kind) {
     case Expr::Kind::kLiteral: return e->literal;
     case Expr::Kind::kName: return lookup(e->name);
@@ -396,12 +431,16 @@ Value Interpreter::eval(const Expr* e) {
       Value operand = eval(e->args[0].get());
       CallArgs args;
       eval_args(*e, 1, args);
-      return call_filter(*this, e->name, operand, args);
+      if (operand.is_string()) count_bytes(operand);  // string filters scan it; list ones are charged their result
+      Value result = call_filter(*this, e->name, operand, args);
+      count_bytes(result);
+      return result;
     }
     case Expr::Kind::kTest: {
       Value operand = eval(e->args[0].get());
       CallArgs args;
       eval_args(*e, 1, args);
+      if (operand.is_string()) count_bytes(operand);
       return Value::boolean(call_test(*this, e->name, operand, args) != e->negated);
     }
     case Expr::Kind::kUnary: {
@@ -418,6 +457,7 @@ Value Interpreter::eval(const Expr* e) {
       for (std::size_t k = 0; k < e->ops.size(); ++k) {
         Value right = eval(e->args[k + 1].get());
         const std::string& op = e->ops[k];
+        if (op == "in" || op == "notin") count_bytes(right);  // containment scans the haystack
         bool r;
         if (op == "==") r = values_equal(left, right);
         else if (op == "!=") r = !values_equal(left, right);
@@ -446,7 +486,7 @@ Value Interpreter::eval_binary(const Expr& e) {
   if (op == "and") return a.truthy() ? eval(e.args[1].get()) : a;
   if (op == "or") return a.truthy() ? a : eval(e.args[1].get());
   Value b = eval(e.args[1].get());
-  if (op == "~") return Value::string(a.str() + b.str());
+  if (op == "~") return built(Value::string(a.str() + b.str()));
   if (numeric(a) && numeric(b)) {
     bool ints = intlike(a) && intlike(b);
     std::int64_t x = to_int(a), y = to_int(b), r = 0;
@@ -497,16 +537,16 @@ Value Interpreter::eval_binary(const Expr& e) {
     }
   }
   if (op == "+") {
-    if (a.is_string() && b.is_string()) return Value::string(a.s + b.s);
+    if (a.is_string() && b.is_string()) return built(Value::string(a.s + b.s));
     if (a.is_list() && b.is_list()) {
       List items = *a.list;
       items.insert(items.end(), b.list->begin(), b.list->end());
-      return Value::make_list(std::move(items));
+      return built(Value::make_list(std::move(items)));
     }
   }
   if (op == "*") {
-    if ((a.is_string() || a.is_list()) && intlike(b)) return repeat(a, to_int(b), *this);
-    if ((b.is_string() || b.is_list()) && intlike(a)) return repeat(b, to_int(a), *this);
+    if ((a.is_string() || a.is_list()) && intlike(b)) return built(repeat(a, to_int(b), *this));
+    if ((b.is_string() || b.is_list()) && intlike(a)) return built(repeat(b, to_int(a), *this));
   }
   bad_operands(op, a, b);
 }

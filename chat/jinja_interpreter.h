@@ -3,8 +3,9 @@
 // One Interpreter renders one Program once. Scopes follow Jinja: a for-loop
 // iteration and a macro call get their own scope (so `set` inside them does
 // not leak; use a namespace), `if` does not. Errors are thrown as
-// TemplateError; limits on output size, loop iterations and call depth turn
-// into kResourceExhausted errors instead of unbounded work.
+// TemplateError; limits on output size, loop iterations, call depth, steps
+// and bytes built or scanned turn into kResourceExhausted errors instead of unbounded
+// work: any template, however hostile, stops within about a second.
 #pragma once
 
 #include <cstddef>
@@ -19,9 +20,19 @@
 namespace loragate::jinja {
 
 struct Limits {
-  std::size_t max_output_bytes = 1 << 20;
-  std::uint64_t max_loop_iterations = 1'000'000;
-  int max_call_depth = 64;
+  std::size_t max_output_bytes = 1 << 20;         // the rendered text
+  std::uint64_t max_loop_iterations = 1'000'000;  // for-loop items and range() lengths, summed
+  int max_call_depth = 64;                        // nested macro calls
+  // Statements executed plus expressions evaluated (a loop iteration counts
+  // 8): bounds the time a render takes where no single loop is long (real
+  // chat templates take thousands).
+  std::uint64_t max_steps = 2'000'000;
+  // Bytes of strings and lists built (concatenation, slicing, repetition,
+  // filter and call results) or scanned (string operands of filters, tests
+  // and methods, `in` haystacks, string indexing), summed over the render:
+  // bounds `{% set ns.a = ns.a + [i] %}` in a loop (quadratic copying) and
+  // loops that rescan one huge string or list.
+  std::size_t max_bytes = 256u << 20;
 };
 
 class Interpreter {
@@ -34,6 +45,8 @@ class Interpreter {
   // Used by built-in filters and functions.
   Value call(const Value& fn, CallArgs& args, const std::string& what);
   void count_iterations(std::uint64_t n);
+  // Charges the bytes of `v` (a string's length, a list's items) to the bytes budget.
+  void count_bytes(const Value& v);
   const Limits& limits() const { return limits_; }
 
  private:
@@ -68,7 +81,13 @@ class Interpreter {
   std::string out_;
   std::shared_ptr<Scope> scope_;
   std::shared_ptr<Scope> root_;
+  void count_steps(std::uint64_t n);
+  void charge_bytes(std::size_t n);
+  Value built(Value v);  // count_bytes(v), then v
+
   std::uint64_t iterations_ = 0;
+  std::uint64_t steps_ = 0;
+  std::size_t bytes_ = 0;
   int call_depth_ = 0;
   const Value* hole_ = nullptr;  // the operand of a filter block / block set
 };

@@ -11,6 +11,18 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+// A tokenizer made for another model would produce ids the embedding table
+// does not have (or leave the model's own special tokens unreachable): refused
+// at load, not discovered as garbage or out-of-range reads at the first request.
+// Every id it knows, special tokens included, lies below its vocab_size().
+Status check_tokenizer_fits(const ModelConfig& model, const Tokenizer& tokenizer, const std::string& model_dir) {
+  if (tokenizer.vocab_size() <= model.vocab_size) return Status::ok();
+  return Status::invalid_argument(model_dir + "/tokenizer.json: the tokenizer has " +
+                                  std::to_string(tokenizer.vocab_size()) + " tokens (special tokens included), " +
+                                  "but the model's vocab_size in config.json is " + std::to_string(model.vocab_size) +
+                                  "; the tokenizer belongs to another model");
+}
+
 }  // namespace
 
 Engine::Engine(EngineOptions options, std::unique_ptr<LlamaModel> model, std::unique_ptr<Tokenizer> tokenizer,
@@ -45,11 +57,13 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& model_dir, const
   if (options.max_logits_rows <= 0) return Status::invalid_argument("max_logits_rows must be > 0");
   if (options.max_loras < 0) return Status::invalid_argument("max_loras must be >= 0");
   if (options.max_loras > 0 && options.max_lora_rank <= 0) return Status::invalid_argument("max_lora_rank must be > 0");
-  LG_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model, LlamaModel::load(model_dir, options.weight_dtype, merge));
   std::unique_ptr<Tokenizer> tokenizer;
   if (std::filesystem::exists(std::filesystem::path(model_dir) / "tokenizer.json")) {
     LG_ASSIGN_OR_RETURN(tokenizer, Tokenizer::load(model_dir));
+    LG_ASSIGN_OR_RETURN(const ModelConfig config, ModelConfig::load(model_dir));  // before the weights: cheap
+    LG_RETURN_IF_ERROR(check_tokenizer_fits(config, *tokenizer, model_dir));
   }
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model, LlamaModel::load(model_dir, options.weight_dtype, merge));
   LG_ASSIGN_OR_RETURN(KvCache cache, KvCache::create(model->config(), options.kv_block_size, options.kv_num_blocks,
                                                      options.kv_cache_bytes));
   return std::unique_ptr<Engine>(new Engine(options, std::move(model), std::move(tokenizer), std::move(cache)));
@@ -229,7 +243,10 @@ GenerationResult Engine::make_result(const Sequence& seq) const {
   r.text = seq.text();
   r.finish_reason = seq.finish_reason();
   r.adapter = seq.adapter;
-  if (!seq.error().is_ok()) r.error = seq.error().message();
+  if (!seq.error().is_ok()) {
+    r.error = seq.error().message();
+    r.error_code = seq.error().code();
+  }
   r.preemptions = seq.preemptions;
   r.logprobs = seq.logprobs;
   r.prompt_logprobs = seq.prompt_logprobs();

@@ -59,40 +59,45 @@ TokenLogprobs compute_logprobs(const float* logits, int64_t vocab, int32_t token
 Sampler::Sampler(const SamplingParams& params, uint64_t seed)
     : temperature_(params.temperature), top_k_(params.top_k), top_p_(params.top_p), rng_(seed) {}
 
+namespace {
+
+// The canonical rank order: most likely first, ties by id. It depends only on
+// the logits, so a sequence draws the same tokens in any batch.
+struct MoreLikely {
+  const float* logits;
+  bool operator()(int32_t a, int32_t b) const { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); }
+};
+
+// The first block of ranks the top-p nucleus sorts; each further block doubles.
+constexpr size_t kFirstNucleusBlock = 64;
+
+}  // namespace
+
 int32_t Sampler::sample(const float* logits, int64_t vocab) {
   if (temperature_ == 0.0f) return static_cast<int32_t>(cpu::argmax(logits, vocab));
+  max_logit_ = logits[cpu::argmax(logits, vocab)];
 
-  // Candidates in a canonical order that depends only on the logits: most
-  // likely first (ties by id) when top-k or top-p need ranks, else by id.
+  // Candidates in rank order as far as top-k or top-p need ranks, else by id.
   order_.resize(static_cast<size_t>(vocab));
   std::iota(order_.begin(), order_.end(), 0);
-  auto more_likely = [logits](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
   size_t keep = order_.size();
-  if (top_k_ > 0 && static_cast<size_t>(top_k_) < keep) {
-    keep = static_cast<size_t>(top_k_);
-    std::partial_sort(order_.begin(), order_.begin() + keep, order_.end(), more_likely);
-  } else if (top_p_ < 1.0f) {
-    std::sort(order_.begin(), order_.end(), more_likely);
-  }
-
-  const float max_logit = logits[cpu::argmax(logits, vocab)];
-  probs_.resize(keep);
   double sum = 0.0;
-  for (size_t i = 0; i < keep; ++i) {
-    probs_[i] = std::exp((logits[order_[i]] - max_logit) / temperature_);
-    sum += probs_[i];
-  }
-  if (top_p_ < 1.0f) {
-    double cumulative = 0.0;
-    size_t cut = keep;
-    for (size_t i = 0; i < keep; ++i) {
-      cumulative += probs_[i] / sum;
-      if (cumulative >= top_p_) {
-        cut = i + 1;
-        break;
-      }
+  if (top_p_ < 1.0f && (top_k_ <= 0 || static_cast<size_t>(top_k_) >= keep)) {
+    for (int32_t id = 0; id < vocab; ++id) sum += weight(logits[id]);
+    keep = rank_nucleus(logits, sum);
+  } else {
+    if (top_k_ > 0 && static_cast<size_t>(top_k_) < keep) {
+      keep = static_cast<size_t>(top_k_);
+      std::partial_sort(order_.begin(), order_.begin() + keep, order_.end(), MoreLikely{logits});
     }
-    keep = cut;
+    probs_.resize(keep);
+    for (size_t i = 0; i < keep; ++i) sum += probs_[i] = weight(logits[order_[i]]);
+    if (top_p_ < 1.0f) {
+      nucleus_mass_ = 0.0;
+      if (const size_t cut = grow_nucleus(0, keep, sum)) keep = cut;
+    }
+  }
+  if (top_p_ < 1.0f) {  // renormalise over the nucleus
     sum = 0.0;
     for (size_t i = 0; i < keep; ++i) sum += probs_[i];
   }
@@ -104,6 +109,32 @@ int32_t Sampler::sample(const float* logits, int64_t vocab) {
     if (target < cumulative) return order_[i];
   }
   return order_[keep - 1];
+}
+
+size_t Sampler::rank_nucleus(const float* logits, double total) {
+  // Select the next block of most likely tokens (nth_element), sort only that
+  // block, and stop once the mass reaches top_p: a peaked distribution ranks
+  // a few dozen tokens, not the whole vocabulary.
+  const size_t vocab = order_.size();
+  probs_.clear();
+  nucleus_mass_ = 0.0;
+  for (size_t ranked = 0; ranked < vocab;) {
+    const size_t next = std::min(vocab, std::max(kFirstNucleusBlock, 2 * ranked));
+    if (next < vocab) std::nth_element(order_.begin() + ranked, order_.begin() + next, order_.end(), MoreLikely{logits});
+    std::sort(order_.begin() + ranked, order_.begin() + next, MoreLikely{logits});
+    for (size_t i = ranked; i < next; ++i) probs_.push_back(weight(logits[order_[i]]));
+    if (const size_t cut = grow_nucleus(ranked, next, total)) return cut;
+    ranked = next;
+  }
+  return vocab;  // rounding left the mass just below top_p: every token stays
+}
+
+size_t Sampler::grow_nucleus(size_t from, size_t to, double total) {
+  for (size_t i = from; i < to; ++i) {
+    nucleus_mass_ += probs_[i] / total;
+    if (nucleus_mass_ >= top_p_) return i + 1;
+  }
+  return 0;
 }
 
 }  // namespace loragate

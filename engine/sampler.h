@@ -5,6 +5,8 @@
 // never on the other sequences of the batch.
 #pragma once
 
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -27,12 +29,24 @@ class Sampler {
   double next_uniform() { return rng_.uniform(); }
 
  private:
+  // exp((logit - max) / T): a token's unnormalised probability.
+  float weight(float logit) const { return std::exp((logit - max_logit_) / temperature_); }
+  // Ranks into order_/probs_ only as many tokens as the top-p nucleus needs
+  // (out of the whole vocabulary, whose weights sum to `total`); returns its size.
+  size_t rank_nucleus(const float* logits, double total);
+  // Adds probs_[from, to) / total to nucleus_mass_; the nucleus size once it
+  // reaches top_p, else 0.
+  size_t grow_nucleus(size_t from, size_t to, double total);
+
   float temperature_;
   int32_t top_k_;
   float top_p_;
   Xoshiro256 rng_;
-  std::vector<int32_t> order_;  // reused candidate buffer
-  std::vector<float> probs_;
+  // Workspace reused across tokens: no vocabulary-sized allocation per token.
+  std::vector<int32_t> order_;  // candidate ids, ranked first
+  std::vector<float> probs_;    // weight of order_[i]
+  float max_logit_ = 0;
+  double nucleus_mass_ = 0;
 };
 
 }  // namespace loragate

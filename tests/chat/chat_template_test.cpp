@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <fstream>
 #include <string>
 
@@ -256,6 +257,44 @@ TEST(ChatTemplate, LimitsGiveResourceExhaustedNotACrash) {
   Result<ChatTemplate> t = ChatTemplate::from_source("{{ " + deep + " }}", {});
   ASSERT_FALSE(t.is_ok());
   EXPECT_EQ(t.status().code(), StatusCode::kCorrupt);
+}
+
+// Work that no single loop limit catches: quadratic copying, or many steps
+// per iteration. Each stops within a second, naming the budget it ran out of.
+TEST(ChatTemplate, HostileTemplatesStopFastNamingTheBudget) {
+  struct Case {
+    const char* tmpl;
+    const char* budget;
+  };
+  const Case hostile[] = {
+      {"{% set ns = namespace(a=[]) %}{% for i in range(100000) %}{% set ns.a = ns.a + [i] %}{% endfor %}",
+       "MiB of strings and lists"},
+      {"{% set ns = namespace(s='') %}{% for i in range(100000) %}{% set ns.s = ns.s ~ 'xxxxxxxxxxxxxxxx' %}"
+       "{% endfor %}",
+       "MiB of strings and lists"},
+      {"{% set ns = namespace(s='x' * 500000) %}{% for i in range(100000) %}{{ ns.s[1:2] }}{% set t = ns.s | upper %}"
+       "{% endfor %}",
+       "MiB of strings and lists"},
+      {"{% set ns = namespace(s='x' * 500000) %}{% for i in range(100000) %}{% if 'y' in ns.s %}{% endif %}"
+       "{{ ns.s.count('y') }}{% endfor %}",
+       "MiB of strings and lists"},
+      {"{% set big = range(200000) | list %}{% for i in range(100000) %}{% if -1 in big %}{% endif %}{% endfor %}",
+       "MiB of strings and lists"},
+      {"{% for i in range(300000) %}{% if i is even and i is odd or i > 1000000000 or i < -5 %}{% endif %}{% endfor %}",
+       "steps"},
+  };
+  for (const Case& c : hostile) {
+    SCOPED_TRACE(c.tmpl);
+    Result<ChatTemplate> t = ChatTemplate::from_source(c.tmpl, {});
+    ASSERT_TRUE(t.is_ok()) << t.status().to_string();
+    const auto start = std::chrono::steady_clock::now();
+    Result<std::string> got = t->render(json::array(), false);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ASSERT_FALSE(got.is_ok());
+    EXPECT_EQ(got.status().code(), StatusCode::kResourceExhausted) << got.status().to_string();
+    EXPECT_NE(got.status().message().find(c.budget), std::string::npos) << got.status().to_string();
+    EXPECT_LT(seconds, 1.0);
+  }
 }
 
 TEST(ChatTemplate, PlainFallbackAndConfigParsing) {

@@ -74,4 +74,20 @@ TEST(GoldenChat, Mistral7bHasNoTemplateAndGetsThePlainFallback) {
 }
 
 }  // namespace
+// The work budgets leave room for real conversations: a thousand turns of
+// a real template, thinking blocks included, render well inside them.
+TEST(GoldenChat, ALongConversationRendersWithinTheWorkBudgets) {
+  LG_REQUIRE_SHARED("tokenizers/qwen3/tokenizer_config.json");
+  Result<ChatTemplate> tmpl = ChatTemplate::load(testing::shared_dir() + "/tokenizers/qwen3");
+  ASSERT_TRUE(tmpl.is_ok()) << tmpl.status().to_string();
+  nlohmann::json messages = nlohmann::json::array({{{"role", "system"}, {"content", std::string(2000, 's')}}});
+  for (int turn = 0; turn < 1000; ++turn) {
+    messages.push_back({{"role", "user"}, {"content", "question " + std::to_string(turn) + std::string(200, 'q')}});
+    messages.push_back({{"role", "assistant"}, {"content", "<think>hm</think>answer " + std::string(200, 'a')}});
+  }
+  Result<std::string> text = tmpl->render(messages, true);
+  ASSERT_TRUE(text.is_ok()) << text.status().to_string();
+  EXPECT_GT(text->size(), 400000u);
+}
+
 }  // namespace loragate

@@ -154,10 +154,22 @@ TEST(BadAdapterTest, FailingAdapterEndsItsRequestsOnlyOthersKeepServing) {
   reqs[2].adapter = "rank_too_big";
   auto out = engine->generate(reqs);
   ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  // The request hears which adapter is broken (what a client may see); the
+  // operator's listing says why.
   EXPECT_EQ((*out)[1].finish_reason, FinishReason::kError);
-  EXPECT_NE((*out)[1].error.find("shape"), std::string::npos) << (*out)[1].error;
+  EXPECT_EQ((*out)[1].error_code, StatusCode::kUnavailable);
+  EXPECT_NE((*out)[1].error.find("adapter 'wrong_shape' is broken"), std::string::npos) << (*out)[1].error;
+  EXPECT_EQ((*out)[1].error.find(root), std::string::npos) << (*out)[1].error;
   EXPECT_EQ((*out)[2].finish_reason, FinishReason::kError);
-  EXPECT_NE((*out)[2].error.find("128"), std::string::npos) << (*out)[2].error;
+  EXPECT_NE((*out)[2].error.find("adapter 'rank_too_big' is broken"), std::string::npos) << (*out)[2].error;
+  for (const AdapterInfo& info : engine->adapters()->list()) {
+    if (info.name == "wrong_shape") {
+      EXPECT_NE(info.error.find("shape"), std::string::npos) << info.error;
+    }
+    if (info.name == "rank_too_big") {
+      EXPECT_NE(info.error.find("128"), std::string::npos) << info.error;
+    }
+  }
   for (size_t i : {0u, 3u}) {
     EXPECT_EQ((*out)[i].finish_reason, FinishReason::kLength);
     auto alone = engine->generate({reqs[i]});

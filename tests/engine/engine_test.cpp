@@ -1,9 +1,13 @@
 // Engine behaviour on the real stories260K model: seeded sampling is
 // batch-independent, bad requests are refused with a clear error, stop
-// strings and max_tokens end sequences.
+// strings and max_tokens end sequences; a tokenizer of another model is refused.
 #include "engine/engine.h"
 
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
 
 #include "tests/test_util.h"
 
@@ -102,6 +106,53 @@ TEST_F(EngineTest, MaxTokensAndTimingsAreRecorded) {
   EXPECT_EQ(g.finish_reason, FinishReason::kLength);
   EXPECT_EQ(g.itl_ms.size(), 6u);
   EXPECT_GE(g.ttft_ms, g.queue_ms);
+}
+
+// The stories260K weights (vocab_size 512) beside a tokenizer from elsewhere.
+class MismatchedTokenizerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    LG_REQUIRE_SHARED("models/stories260K/model.safetensors");
+    LG_REQUIRE_SHARED("tokenizers/mistral7b/tokenizer.json");
+    dir_ = testing::make_temp_dir("lg-mismatch");
+    const std::string model = testing::shared_dir() + "/models/stories260K";
+    for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"}) {
+      std::filesystem::copy_file(model + "/" + f, dir_ + "/" + f);
+    }
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  void set_vocab_size(int n) {
+    std::ifstream in(dir_ + "/config.json");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream(dir_ + "/config.json", std::ios::trunc)
+        << std::regex_replace(text, std::regex("\"vocab_size\": *[0-9]+"), "\"vocab_size\": " + std::to_string(n));
+  }
+
+  std::string dir_;
+};
+
+TEST_F(MismatchedTokenizerTest, AnotherModelsTokenizerIsRefusedNamingBothSizes) {
+  ASSERT_TRUE(Engine::load(dir_, EngineOptions{}).is_ok()) << "the model's own tokenizer fits";
+  std::filesystem::copy_file(testing::shared_dir() + "/tokenizers/mistral7b/tokenizer.json", dir_ + "/tokenizer.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(testing::shared_dir() + "/tokenizers/mistral7b/tokenizer_config.json",
+                             dir_ + "/tokenizer_config.json", std::filesystem::copy_options::overwrite_existing);
+  auto e = Engine::load(dir_, EngineOptions{});
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(e.status().message().find("32000 tokens"), std::string::npos) << e.status().to_string();
+  EXPECT_NE(e.status().message().find("vocab_size in config.json is 512"), std::string::npos) << e.status().to_string();
+}
+
+TEST_F(MismatchedTokenizerTest, AModelVocabularySmallerThanItsTokenizerIsRefused) {
+  set_vocab_size(500);  // the tokenizer's ids (and its special tokens) reach 511
+  auto e = Engine::load(dir_, EngineOptions{});
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_NE(e.status().message().find("512 tokens"), std::string::npos) << e.status().to_string();
+  EXPECT_NE(e.status().message().find("is 500"), std::string::npos) << e.status().to_string();
 }
 
 }  // namespace

@@ -73,6 +73,88 @@ TEST(SamplerTest, TemperatureFollowsTheSoftmax) {
   EXPECT_NEAR(ones / 10000.0, 0.8, 0.02);
 }
 
+// The sampler as it was before top-p ranked only the nucleus: a full sort of
+// the vocabulary. The sampler must draw exactly the same tokens.
+int32_t full_sort_reference(const float* logits, int64_t vocab, const SamplingParams& p, Xoshiro256& rng) {
+  if (p.temperature == 0.0f) return static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
+  std::vector<int32_t> order(static_cast<size_t>(vocab));
+  std::iota(order.begin(), order.end(), 0);
+  auto more_likely = [logits](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+  size_t keep = order.size();
+  if (p.top_k > 0 && static_cast<size_t>(p.top_k) < keep) {
+    keep = static_cast<size_t>(p.top_k);
+    std::partial_sort(order.begin(), order.begin() + keep, order.end(), more_likely);
+  } else if (p.top_p < 1.0f) {
+    std::sort(order.begin(), order.end(), more_likely);
+  }
+  const float max_logit = *std::max_element(logits, logits + vocab);
+  std::vector<float> probs(keep);
+  double sum = 0.0;
+  for (size_t i = 0; i < keep; ++i) {
+    probs[i] = std::exp((logits[order[i]] - max_logit) / p.temperature);
+    sum += probs[i];
+  }
+  if (p.top_p < 1.0f) {
+    double cumulative = 0.0;
+    size_t cut = keep;
+    for (size_t i = 0; i < keep; ++i) {
+      cumulative += probs[i] / sum;
+      if (cumulative >= p.top_p) {
+        cut = i + 1;
+        break;
+      }
+    }
+    keep = cut;
+    sum = 0.0;
+    for (size_t i = 0; i < keep; ++i) sum += probs[i];
+  }
+  const double target = rng.uniform() * sum;
+  double cumulative = 0.0;
+  for (size_t i = 0; i < keep; ++i) {
+    cumulative += probs[i];
+    if (target < cumulative) return order[i];
+  }
+  return order[keep - 1];
+}
+
+TEST(SamplerTest, DrawsExactlyWhatAFullSortDraws) {
+  NormalGen normal(2024);
+  int compared = 0;
+  for (int64_t vocab : {1, 7, 300, 5000}) {
+    for (double scale : {0.1, 1.0, 8.0}) {  // flat, moderate, peaked
+      for (bool ties : {false, true}) {
+        std::vector<float> logits(static_cast<size_t>(vocab));
+        for (float& l : logits) {
+          l = static_cast<float>(normal.next() * scale);
+          if (ties) l = std::round(l * 2.0f) / 2.0f;
+        }
+        for (float temperature : {0.3f, 1.0f, 2.5f}) {
+          for (int32_t top_k : {0, 1, 5, 100, static_cast<int32_t>(vocab) + 1}) {
+            for (float top_p : {0.05f, 0.5f, 0.9f, 0.999f, 1.0f}) {
+              SCOPED_TRACE("vocab " + std::to_string(vocab) + " scale " + std::to_string(scale) + " ties " +
+                           std::to_string(ties) + " T " + std::to_string(temperature) + " top_k " +
+                           std::to_string(top_k) + " top_p " + std::to_string(top_p));
+              SamplingParams p;
+              p.temperature = temperature;
+              p.top_k = top_k;
+              p.top_p = top_p;
+              const uint64_t seed = 1000 + static_cast<uint64_t>(compared);
+              Sampler sampler(p, seed);
+              Xoshiro256 rng(seed);
+              for (int draw = 0; draw < 20; ++draw) {
+                ASSERT_EQ(sampler.sample(logits.data(), vocab), full_sort_reference(logits.data(), vocab, p, rng))
+                    << "draw " << draw;
+              }
+              ++compared;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(compared, 4 * 3 * 2 * 3 * 5 * 5);
+}
+
 TEST(SamplerTest, ValidateNamesTheBadField) {
   SamplingParams p;
   p.temperature = -1.0f;
