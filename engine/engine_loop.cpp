@@ -1,5 +1,7 @@
 #include "engine/engine_loop.h"
 
+#include <pthread.h>
+
 #include <cstdio>
 
 namespace loragate {
@@ -7,7 +9,10 @@ namespace loragate {
 EngineLoop::EngineLoop(std::unique_ptr<Engine> engine, std::shared_ptr<ComputeGate> gate, bool serving)
     : engine_(std::move(engine)), gate_(std::move(gate)), serving_(serving) {
   stats_ = engine_->stats();
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "lg-step");  // for top -H, gdb and the tests that watch it
+    run();
+  });
 }
 
 EngineLoop::~EngineLoop() {

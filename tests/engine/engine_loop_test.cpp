@@ -3,13 +3,17 @@
 #include "engine/engine_loop.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "tests/test_util.h"
@@ -145,6 +149,72 @@ TEST_F(EngineLoopTest, AnIdleLoopFreesARemovedAdapterSoItsNameCanBeReused) {
   } while (!again.is_ok() && std::chrono::steady_clock::now() < deadline);
   EXPECT_TRUE(again.is_ok()) << again.to_string();
   EXPECT_EQ(cache.stats().slots_used, 0) << "the removed adapter's slot was freed";
+}
+
+// CPU ticks (user + system) the thread named `comm` of this process has used; -1 if none.
+long thread_cpu_ticks(const std::string& comm) {
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream name(task.path() / "comm");
+    std::string n;
+    std::getline(name, n);
+    if (n != comm) continue;
+    std::ifstream stat(task.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    std::istringstream rest(line.substr(line.rfind(')') + 2));  // fields after "(comm)"
+    std::string field;
+    long utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+      if (i == 14) utime = std::stol(field);
+      if (i == 15) stime = std::stol(field);
+    }
+    return utime + stime;
+  }
+  return -1;
+}
+
+// An adapter whose weights take long to load: a valid header and 256 MiB of
+// (sparse) data that the loader hashes before it finds the tensor is not a LoRA
+// weight. The load then fails.
+std::string slow_adapter(const std::string& dir) {
+  std::filesystem::copy(testing::shared_dir() + "/models/stories260K-lora/a/adapter_config.json", dir);
+  const uint64_t data = 256ull << 20;
+  std::string header = R"({"slow":{"dtype":"F32","shape":[)" + std::to_string(data / 4) +
+                       R"(],"data_offsets":[0,)" + std::to_string(data) + "]}}";
+  header.resize((header.size() + 7) / 8 * 8, ' ');
+  std::ofstream out(dir + "/adapter_model.safetensors", std::ios::binary);
+  const uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xff));
+  out << header;
+  out.close();
+  std::filesystem::resize_file(dir + "/adapter_model.safetensors", 8 + n + data);
+  return dir;
+}
+
+// While every request waits on an adapter load, the step thread must sleep,
+// not spin: it used to take a whole core until the load ended.
+TEST_F(EngineLoopTest, TheStepThreadSleepsWhileEveryRequestWaitsOnAnAdapterLoad) {
+  const std::string dir = testing::make_temp_dir("lg-slow-adapter");
+  AdapterCache& cache = *loop_->engine().adapters();
+  ASSERT_TRUE(cache.add("slow", slow_adapter(dir)).is_ok());
+  CollectingSink sink;
+  GenerationRequest r = request("Once upon a time", 2, &sink);
+  r.adapter = "slow";
+  ASSERT_TRUE(loop_->submit(std::move(r)).is_ok());
+  auto loading = [&] { return cache.list()[0].tier == AdapterTier::kLoading; };
+  for (int i = 0; i < 200 && !loading(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(loading());
+  const long before = thread_cpu_ticks("lg-step");
+  ASSERT_GE(before, 0) << "the step thread is named lg-step";
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  const long used = thread_cpu_ticks("lg-step") - before;
+  const bool still_loading = loading();
+  const GenerationResult result = sink.wait();
+  std::filesystem::remove_all(dir);
+  if (!still_loading) GTEST_SKIP() << "the load ended within the window; nothing measured";
+  const long window = sysconf(_SC_CLK_TCK) * 400 / 1000;
+  EXPECT_LE(used, window / 8) << "step thread: " << used << " CPU ticks in a window of " << window;
+  EXPECT_EQ(result.finish_reason, FinishReason::kError) << "the slow adapter does not load in the end";
 }
 
 TEST_F(EngineLoopTest, ConcurrentSubmittersEachGetTheirOwnAnswer) {
