@@ -22,6 +22,8 @@ class Section {
     if (!node_) return Status::ok();
     if (!node_.IsMap()) return Status::invalid_argument(path_ + ": must be a mapping");
     for (const auto& kv : node_) {
+      // A complex key ("? {a: 1}") has no string form: as<std::string>() would throw.
+      if (!kv.first.IsScalar()) return Status::invalid_argument(path_ + ": keys must be plain names");
       const std::string key = kv.first.as<std::string>();
       if (!known.count(key)) {
         std::string list;
@@ -72,7 +74,8 @@ class Section {
 Status parse_server(const Section& s, ServerOptions& o) {
   LG_RETURN_IF_ERROR(s.check_keys({"host", "port", "io_threads", "max_body_bytes", "max_header_bytes",
                                    "max_connections", "max_queued_requests", "read_timeout_ms", "idle_timeout_ms",
-                                   "write_timeout_ms", "shutdown_deadline_ms"}));
+                                   "write_timeout_ms", "shutdown_deadline_ms", "max_stream_buffer_bytes",
+                                   "public_listings"}));
   LG_RETURN_IF_ERROR(s.read("host", o.host));
   int64_t port = o.port;
   LG_RETURN_IF_ERROR(s.read_range<int64_t>("port", port, 0, 65535));
@@ -86,6 +89,8 @@ Status parse_server(const Section& s, ServerOptions& o) {
   LG_RETURN_IF_ERROR(s.read_ms("idle_timeout_ms", o.idle_timeout));
   LG_RETURN_IF_ERROR(s.read_ms("write_timeout_ms", o.write_timeout));
   LG_RETURN_IF_ERROR(s.read_ms("shutdown_deadline_ms", o.shutdown_deadline));
+  LG_RETURN_IF_ERROR(s.read_range<uint64_t>("max_stream_buffer_bytes", o.max_stream_buffer_bytes, 4096, 1ull << 30));
+  LG_RETURN_IF_ERROR(s.read("public_listings", o.public_listings));
   return Status::ok();
 }
 
@@ -176,7 +181,8 @@ Result<ServeConfig> ServeConfig::parse(const std::string& yaml_text, const std::
       try {
         c.scenarios[kv.first.as<std::string>()] = kv.second.as<std::string>();
       } catch (const YAML::Exception&) {
-        return Status::invalid_argument(source + ": scenarios." + kv.first.as<std::string>() + ": must be an adapter name");
+        const std::string name = kv.first.IsScalar() ? kv.first.Scalar() : "?";
+        return Status::invalid_argument(source + ": scenarios." + name + ": must be an adapter name");
       }
     }
   }

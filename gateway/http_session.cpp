@@ -1,5 +1,7 @@
 #include "gateway/http_session.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include <boost/beast/http/write.hpp>
 
 #include "gateway/openai_errors.h"
+#include "gateway/request_framing.h"
 #include "gateway/router.h"
 #include "gateway/session_tracker.h"
 
@@ -31,6 +34,7 @@ namespace {
 
 constexpr size_t kReadChunk = 4096;
 constexpr std::chrono::milliseconds kMaxLinger{2000};  // how long an error close drains unread input
+constexpr std::chrono::milliseconds kResetPoll{10};    // after a 100 Continue probe: how often to look for a reset
 
 std::atomic<uint64_t> g_next_request_id{1};
 
@@ -64,7 +68,7 @@ class HttpSession::SessionExchange final : public Exchange {
 };
 
 HttpSession::HttpSession(tcp::socket socket, std::shared_ptr<const SessionContext> context)
-    : stream_(std::move(socket)), ctx_(std::move(context)) {}
+    : stream_(std::move(socket)), ctx_(std::move(context)), reset_poll_(stream_.get_executor()) {}
 
 HttpSession::~HttpSession() {
   if (tracker_key_ != 0) ctx_->tracker->remove(tracker_key_);
@@ -122,7 +126,10 @@ void HttpSession::do_read() {
 }
 
 void HttpSession::on_header(beast::error_code ec, size_t n) {
-  if (ec || parser_->is_done()) return on_read(ec, n);
+  if (ec) return on_read(ec, n);
+  // Before the body: a framing the parser accepted may still be one we must refuse.
+  if (std::optional<ApiError> bad = check_request_framing(parser_->get())) return reply_and_linger(*bad);
+  if (parser_->is_done()) return on_read(ec, n);
   // curl and others wait for "100 Continue" before sending a large body.
   const HttpRequest& req = parser_->get();
   if (req.version() >= 11 && beast::iequals(req[http::field::expect], "100-continue")) {
@@ -143,17 +150,19 @@ void HttpSession::do_read_body() {
 
 void HttpSession::on_read(beast::error_code ec, size_t) {
   if (ec == http::error::body_limit) {
-    return reply_and_linger(http::status::payload_too_large,
-                            "request body exceeds the limit of " + std::to_string(ctx_->options.max_body_bytes) +
-                                " bytes");
+    return reply_and_linger({http::status::payload_too_large,
+                             "request body exceeds the limit of " + std::to_string(ctx_->options.max_body_bytes) +
+                                 " bytes",
+                             "", ""});
   }
   if (ec == http::error::header_limit) {
-    return reply_and_linger(http::status::request_header_fields_too_large,
-                            "request headers exceed the limit of " + std::to_string(ctx_->options.max_header_bytes) +
-                                " bytes");
+    return reply_and_linger({http::status::request_header_fields_too_large,
+                             "request headers exceed the limit of " +
+                                 std::to_string(ctx_->options.max_header_bytes) + " bytes",
+                             "", ""});
   }
   if (ec && is_parse_error(ec) && ec != http::error::end_of_stream && ec != http::error::partial_message) {
-    return reply_and_linger(http::status::bad_request, "malformed HTTP request: " + ec.message());
+    return reply_and_linger(bad_request("malformed HTTP request: " + ec.message()));
   }
   if (ec) return do_close();  // timeout, EOF, reset, or closed by stop()
 
@@ -183,7 +192,7 @@ void HttpSession::on_read(beast::error_code ec, size_t) {
 
 // A request that could not be parsed: answer, stop sending, and drain what the
 // client still sends so that it reads our answer rather than a reset.
-void HttpSession::reply_and_linger(http::status status, const std::string& message) {
+void HttpSession::reply_and_linger(const ApiError& error) {
   state_ = State::kClosed;
   if (ctx_->on_request_done) {  // observed like any other answer, with what is known of the request
     RequestRecord record;
@@ -192,10 +201,10 @@ void HttpSession::reply_and_linger(http::status status, const std::string& messa
       record.method = std::string(parser_->get().method_string());
       record.path = std::string(Router::path_of(parser_->get().target()));
     }
-    record.status = static_cast<int>(status);
+    record.status = static_cast<int>(error.status);
     ctx_->on_request_done(record);
   }
-  error_response_ = std::make_shared<HttpResponse>(error_response(status, message));
+  error_response_ = std::make_shared<HttpResponse>(error.to_response());
   error_response_->set(http::field::server, "loragate");
   error_response_->keep_alive(false);
   error_response_->prepare_payload();
@@ -224,6 +233,7 @@ void HttpSession::on_linger(beast::error_code ec, size_t) {
 
 void HttpSession::do_close() {
   state_ = State::kClosed;
+  reset_poll_.cancel();
   beast::error_code ignored;
   stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
   stream_.close();
@@ -292,6 +302,13 @@ void HttpSession::start_stream(uint64_t seq, http::status status, std::string_vi
 
 void HttpSession::send_chunk(uint64_t seq, std::string data) {
   if (seq != seq_ || !stream_head_ || gone_ || end_requested_ || data.empty()) return;
+  if (pending_.size() + data.size() > ctx_->options.max_stream_buffer_bytes) {
+    // The client reads slower than the engine writes: holding every event
+    // would grow without bound, so it is cut off like a client that left.
+    current_->record().stream_overflow = true;
+    std::string().swap(pending_);  // no write uses it: free it now
+    return connection_lost();
+  }
   pending_ += data;
   flush_stream();
 }
@@ -332,14 +349,24 @@ void HttpSession::flush_stream() {
 void HttpSession::on_stream_written(beast::error_code ec, size_t) {
   write_in_flight_ = false;
   stream_.expires_never();
-  if (ec) return connection_lost();
+  if (ec || gone_) {  // gone_: the exchange ended while this write was on its way
+    release_stream();
+    return connection_lost();
+  }
   if (end_written_) {
-    stream_head_.reset();
-    stream_sr_.reset();
-    writing_.clear();
+    release_stream();
     return after_answer(stream_keep_alive_);
   }
   flush_stream();
+}
+
+// Only once no write is in flight: an async write reads the head through the
+// serializer and the chunk from writing_ until its handler runs.
+void HttpSession::release_stream() {
+  stream_sr_.reset();
+  stream_head_.reset();
+  std::string().swap(writing_);
+  std::string().swap(pending_);
 }
 
 // --- client going away -------------------------------------------------------
@@ -354,26 +381,77 @@ void HttpSession::on_client_gone(uint64_t seq, std::function<void()> fn) {
 }
 
 // Watches the socket while a handler works: readable with nothing to read
-// means the client closed its end. Bytes to read (a pipelined request) end
-// the watch; the next write failing still notices a close.
+// means the client closed its end (or only its sending side). Bytes to read
+// (a pipelined request) end the watch; the next write failing still notices
+// a close. Readiness is edge-triggered (epoll): an edge that came before the
+// wait was queued is lost, so every newly queued wait is followed by a look.
 void HttpSession::start_watch() {
-  stream_.socket().async_wait(tcp::socket::wait_read,
-                              beast::bind_front_handler(&HttpSession::on_watch, shared_from_this(), seq_));
+  arm_watch();
+  net::post(stream_.get_executor(), beast::bind_front_handler(&HttpSession::look_at_peer, shared_from_this()));
 }
 
-void HttpSession::on_watch(uint64_t seq, beast::error_code ec) {
-  if (ec || seq != seq_ || state_ != State::kHandling || gone_ || !current_) return;
+void HttpSession::arm_watch() {
+  if (watch_armed_) return;  // one wait at a time: each newly armed one brings one look
+  watch_armed_ = true;
+  stream_.socket().async_wait(tcp::socket::wait_read,
+                              beast::bind_front_handler(&HttpSession::on_watch, shared_from_this()));
+  net::post(stream_.get_executor(), beast::bind_front_handler(&HttpSession::look_at_peer, shared_from_this()));
+}
+
+void HttpSession::on_watch(beast::error_code ec) {
+  watch_armed_ = false;
+  if (!ec) look_at_peer();
+}
+
+void HttpSession::look_at_peer() {
+  if (state_ != State::kHandling || gone_ || !current_) return;
   // The last write is on its way: the client may well have read it all and
   // closed. That write's own completion decides how the exchange ended.
   if (response_ || end_written_) return;
-  // Readiness can be stale (edge-triggered epoll): peek to tell a close from
-  // nothing. 0 = orderly close; EAGAIN = nothing after all; bytes = a
-  // pipelined request (stop watching; a failed write still notices a close).
+  // Readiness can be stale: peek to tell a close from nothing. 0 = a FIN;
+  // EAGAIN = nothing after all; bytes = a pipelined request.
   char byte;
   const ssize_t n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   if (n > 0) return;
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return start_watch();
-  connection_lost();
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return arm_watch();
+  if (n == 0) return on_peer_shut_send();
+  connection_lost();  // reset, or another error
+}
+
+// A FIN: the client closed, or only shut its sending side and waits for the
+// answer. Data sent to a closed socket brings back a reset; a client that
+// still reads takes it. A stream's own writes do that; before any answer an
+// HTTP/1.1 client gets an interim 100 Continue (RFC 9110 §15.2: a client
+// must parse 1xx it did not expect), and the connection's TCP state is then
+// polled for that reset (at EOF the socket is readable for good: a wait
+// would not block, and recv reports the EOF before any reset). HTTP/1.0 has
+// no interim responses: that client is simply answered.
+void HttpSession::on_peer_shut_send() {
+  if (peer_shut_send_) return;
+  peer_shut_send_ = true;
+  closing_ = true;  // nothing more can be read: close after this answer
+  if (answered_ || current_->request().version() < 11) return;
+  // No answer started, so nothing is being written: this cannot interleave
+  // with an async write, and fits an empty send buffer at once.
+  static constexpr std::string_view kProbe = "HTTP/1.1 100 Continue\r\n\r\n";
+  const ssize_t sent =
+      ::send(stream_.socket().native_handle(), kProbe.data(), kProbe.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (sent != static_cast<ssize_t>(kProbe.size())) return connection_lost();
+  poll_for_reset(seq_);
+}
+
+void HttpSession::poll_for_reset(uint64_t seq) {
+  reset_poll_.expires_after(kResetPoll);
+  reset_poll_.async_wait([self = shared_from_this(), seq](beast::error_code ec) {
+    if (ec || seq != self->seq_ || self->state_ != State::kHandling || self->gone_ || self->answered_) return;
+    tcp_info info{};
+    socklen_t len = sizeof info;
+    const int fd = self->stream_.socket().native_handle();
+    if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0 || info.tcpi_state == TCP_CLOSE) {
+      return self->connection_lost();
+    }
+    self->poll_for_reset(seq);
+  });
 }
 
 void HttpSession::connection_lost() {
@@ -385,7 +463,7 @@ void HttpSession::connection_lost() {
   callbacks.swap(gone_callbacks_);
   for (auto& fn : callbacks) fn();
   finish_exchange();
-  do_close();
+  do_close();  // cancels a write in flight; its handler still runs, and releases its buffers
 }
 
 void HttpSession::finish_exchange() {
@@ -395,8 +473,7 @@ void HttpSession::finish_exchange() {
   if (ctx_->on_request_done) ctx_->on_request_done(record);
   current_.reset();
   gone_callbacks_.clear();
-  stream_head_.reset();
-  stream_sr_.reset();
+  if (!write_in_flight_) release_stream();  // else on_stream_written does, once the write let go
 }
 
 }  // namespace loragate

@@ -11,6 +11,23 @@
 // socket is watched for a close by the client, which ends the exchange and
 // runs its on_client_gone callbacks (they cancel the engine request).
 //
+// A FIN alone does not tell a client that left from one that only shut its
+// sending side and still reads (shutdown(SHUT_WR)): the exchange goes on, and
+// an HTTP/1.1 client not yet answered is sent an interim "100 Continue"
+// (which every HTTP/1.1 client must accept) so that a client that is gone
+// answers with a reset, polled for in the TCP state. Either way the
+// connection closes after the answer.
+//
+// A stream whose client reads slower than the engine writes queues at most
+// max_stream_buffer_bytes; past that the client is treated as gone (its
+// request cancelled, the connection closed, record().stream_overflow set).
+//
+// A request whose header frames its body in a way RFC 9112 refuses
+// (request_framing.h) is answered 400/501 and the connection closed.
+//
+// Buffers and the serializer an async write uses live until that write's
+// completion handler ran, whatever ended the exchange meanwhile.
+//
 // Owned by shared_ptr: pending operations and live Exchanges keep it alive.
 #pragma once
 
@@ -21,6 +38,7 @@
 #include <string>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/empty_body.hpp>
@@ -28,6 +46,7 @@
 #include <boost/beast/http/serializer.hpp>
 
 #include "gateway/http_exchange.h"
+#include "gateway/openai_errors.h"
 #include "gateway/server_options.h"
 
 namespace loragate {
@@ -68,7 +87,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void on_header(boost::beast::error_code ec, size_t n);
   void do_read_body();
   void on_read(boost::beast::error_code ec, size_t n);
-  void reply_and_linger(http::status status, const std::string& message);
+  void reply_and_linger(const ApiError& error);
   void on_error_written(boost::beast::error_code ec, size_t n);
   void do_linger();
   void on_linger(boost::beast::error_code ec, size_t n);
@@ -82,11 +101,16 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void end_stream(uint64_t seq);
   void flush_stream();
   void on_stream_written(boost::beast::error_code ec, size_t n);
+  void release_stream();
   void on_client_gone(uint64_t seq, std::function<void()> fn);
   bool live(uint64_t seq) const { return seq == seq_ && state_ == State::kHandling && !answered_ && !gone_; }
 
   void start_watch();
-  void on_watch(uint64_t seq, boost::beast::error_code ec);
+  void arm_watch();
+  void on_watch(boost::beast::error_code ec);
+  void look_at_peer();
+  void on_peer_shut_send();
+  void poll_for_reset(uint64_t seq);
   void connection_lost();
   void finish_exchange();
   bool keep_alive_after() const;
@@ -107,6 +131,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool request_keep_alive_ = false;
   bool answered_ = false;        // respond() or start_stream() was called
   bool gone_ = false;            // the client went away (or a write failed)
+  bool peer_shut_send_ = false;  // a FIN came: nothing more to read; answer, then close
+  bool watch_armed_ = false;     // an async_wait for readability is queued
+  boost::asio::steady_timer reset_poll_;  // after a probe: looks for the reset of a client that is gone
   std::vector<std::function<void()>> gone_callbacks_;
 
   // Whole responses.

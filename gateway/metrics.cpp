@@ -60,6 +60,10 @@ void Histogram::render(std::string& out, const std::string& name, const std::str
 Metrics::Metrics(const BaseSet* bases) : bases_(bases) {}
 
 void Metrics::on_request_done(const RequestRecord& r) {
+  if (r.stream_overflow) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stream_overflows_;
+  }
   if (r.route.empty() || r.route.rfind("/v1/", 0) != 0 || r.route == "/v1/models") return;  // generation routes only
   std::lock_guard<std::mutex> lock(mu_);
   PerAdapter& a = by_adapter_[{r.base, r.adapter}];
@@ -79,6 +83,11 @@ uint64_t Metrics::requests_for(const std::string& base, const std::string& adapt
     for (const auto& [status, count] : it->second.requests_by_status) n += count;
   }
   return n;
+}
+
+uint64_t Metrics::stream_overflows() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stream_overflows_;
 }
 
 std::string Metrics::render() const {
@@ -107,6 +116,9 @@ std::string Metrics::render() const {
     for (const auto& [key, a] : by_adapter_) a.itl.render(out, "loragate_inter_token_latency_seconds", labels(key));
     header(out, "loragate_e2e_request_latency_seconds", "histogram", "Request read to response written.");
     for (const auto& [key, a] : by_adapter_) a.e2e.render(out, "loragate_e2e_request_latency_seconds", labels(key));
+    header(out, "loragate_stream_overflow_total", "counter",
+           "Streams cut off because the client read slower than tokens came (server.max_stream_buffer_bytes).");
+    sample(out, "loragate_stream_overflow_total", "", static_cast<double>(stream_overflows_));
   }
   if (bases_ != nullptr) render_bases(out);
   return out;
@@ -152,6 +164,7 @@ void Metrics::render_bases(std::string& out) const {
   Family load_s{"loragate_adapter_load_seconds_total", "counter", "Time spent loading adapters from disk.", {}};
   Family evictions{"loragate_adapter_evictions_total", "counter", "Adapters evicted, by tier.", {}};
   Family slots{"loragate_adapter_slots_used", "gauge", "Adapter slots holding an adapter.", {}};
+  Family pinned{"loragate_adapter_slots_pinned", "gauge", "Adapter slots pinned by running sequences.", {}};
   Family host{"loragate_adapter_host_bytes", "gauge", "Host memory held by loaded adapters.", {}};
   for (const Loaded& l : loaded) {
     const std::string b = label("base", l.name);
@@ -172,10 +185,11 @@ void Metrics::render_bases(std::string& out) const {
     evictions.samples.emplace_back(with("tier", "host"), static_cast<double>(c.host_evictions));
     evictions.samples.emplace_back(with("tier", "slot"), static_cast<double>(c.slot_evictions));
     slots.samples.emplace_back(b, c.slots_used);
+    pinned.samples.emplace_back(b, c.slots_pinned);
     host.samples.emplace_back(b, static_cast<double>(c.host_bytes));
   }
   for (const Family* f : {&queue, &running, &kv_used, &kv_total, &preempted, &hits, &misses, &loads, &load_s,
-                          &evictions, &slots, &host}) {
+                          &evictions, &slots, &pinned, &host}) {
     header(out, f->name, f->type, f->help);
     for (const auto& [labels, value] : f->samples) sample(out, f->name, labels, value);
   }

@@ -49,6 +49,8 @@ class Metrics final : public RequestObserver {
   std::string render() const;
   // Generation requests served with `adapter` on `base` so far (any status).
   uint64_t requests_for(const std::string& base, const std::string& adapter) const;
+  // Streams cut off because their client read too slowly (loragate_stream_overflow_total).
+  uint64_t stream_overflows() const;
 
  private:
   struct PerAdapter {
@@ -63,6 +65,7 @@ class Metrics final : public RequestObserver {
   mutable std::mutex mu_;
   // guarded by mu_; keyed by (base, adapter), adapter "" = the base alone
   std::map<std::pair<std::string, std::string>, PerAdapter> by_adapter_;
+  uint64_t stream_overflows_ = 0;  // guarded by mu_
 };
 
 }  // namespace loragate

@@ -1,13 +1,14 @@
 #include "gateway/openai_models.h"
 
 #include "adapters/adapter_cache.h"
+#include "gateway/listing_access.h"
 #include "gateway/openai_errors.h"
 
 namespace loragate {
 
 using nlohmann::json;
 
-json models_list(const ApiContext& ctx) {
+json models_list(const ApiContext& ctx, bool with_adapters) {
   json data = json::array();
   const std::shared_ptr<ServingBase> base = ctx.bases->serving();
   if (base == nullptr) return {{"object", "list"}, {"data", std::move(data)}};
@@ -19,6 +20,7 @@ json models_list(const ApiContext& ctx) {
                   {"root", base->name()},
                   {"parent", nullptr},
                   {"max_model_len", max_len}});
+  if (!with_adapters) return {{"object", "list"}, {"data", std::move(data)}};
   for (const AdapterInfo& info : base->adapters()->list()) {
     data.push_back({{"id", info.name},
                     {"object", "model"},
@@ -32,7 +34,8 @@ json models_list(const ApiContext& ctx) {
 }
 
 void handle_models(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchange) {
-  exchange->respond(json_response(http::status::ok, models_list(ctx)));
+  const bool with_adapters = !check_listing_access({ctx.public_listings, ctx.admin_token}, exchange->request());
+  exchange->respond(json_response(http::status::ok, models_list(ctx, with_adapters)));
 }
 
 }  // namespace loragate

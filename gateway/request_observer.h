@@ -24,6 +24,7 @@ struct RequestRecord {
   std::string base;                 // the base generation that served it; "" = none resolved
   int status = 0;                   // HTTP status; 499 when the client went away first
   bool streamed = false;            // answered with server-sent events
+  bool stream_overflow = false;     // cut off: the client read the stream slower than it was generated
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   std::string finish_reason;        // "length", "stop", "cancelled", "error"; "" when nothing ran

@@ -20,6 +20,13 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{30'000};       // to write one response (or one stream chunk)
   std::chrono::milliseconds shutdown_deadline{30'000};   // stop(): in-flight requests get this long to finish
   int32_t max_queued_requests = 256;                     // generation requests in flight at once; more get 429
+  // A stream's events queued while the client is slower than the engine; a
+  // reader that falls this far behind is cut off (its sequence cancelled).
+  uint64_t max_stream_buffer_bytes = 1u << 20;
+  // GET /v1/models lists the adapters and GET /metrics answers without the
+  // admin token (as vLLM and LoRAX do); false = both need it, and
+  // /v1/models shows anyone else only the base.
+  bool public_listings = true;
 };
 
 }  // namespace loragate
