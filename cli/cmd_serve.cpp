@@ -17,6 +17,7 @@
 #include "gateway/admin_api.h"
 #include "gateway/gateway.h"
 #include "gateway/metrics.h"
+#include "gateway/metrics_route.h"
 #include "gateway/registry_resolver.h"
 #include "registry/registry.h"
 
@@ -148,6 +149,7 @@ int run_serve(const ServeFlags& f) {
   AdminApi admin({c.resolved_admin_token(), c.adapter_roots, c.resolved_base_roots(), c.eval_roots}, registry->get(),
                  &bases, &metrics, &jobs, evaluations->get());
   admin.set_shadow_traffic(&shadow);
+  admin.set_route_cache(&resolver);
   if (Status s = apply_config_registrations(c, **registry, *serving, admin); !s.is_ok()) return fail(s.message());
   const std::string fingerprint = serving->fingerprint();
   const size_t num_adapters = serving->adapters()->list().size();
@@ -160,12 +162,10 @@ int run_serve(const ServeFlags& f) {
   Result<std::unique_ptr<Gateway>> gateway = Gateway::create(go, &bases, &resolver);
   if (!gateway.is_ok()) return fail(gateway.status().to_string());
   Gateway& gw = **gateway;
-  admin.install(gw.router());
-  gw.router().add(http::verb::get, "/metrics", [&metrics](const std::shared_ptr<Exchange>& ex) {
-    HttpResponse r{http::status::ok, 11};
-    r.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
-    r.body() = metrics.render();
-    ex->respond(std::move(r));
+  admin.install(gw.router(), gw.blocking_work());
+  const ListingAccess listing_access{c.server.public_listings, c.resolved_admin_token()};
+  gw.router().add(http::verb::get, "/metrics", [&metrics, listing_access](const std::shared_ptr<Exchange>& ex) {
+    handle_metrics(metrics, listing_access, ex);
   });
   gw.set_observer(&metrics);
   gw.set_shadow_traffic(&shadow);

@@ -9,9 +9,9 @@
 #include <set>
 
 #include "adapters/lora_adapter.h"
+#include "common/path_roots.h"
 #include "gateway/admin_auth.h"
 #include "gateway/openai_errors.h"
-#include "registry/sha256.h"
 
 namespace loragate {
 namespace {
@@ -153,26 +153,6 @@ std::string actor_of(const HttpRequest& request, const json& body) {
 
 }  // namespace
 
-Result<std::string> resolve_inside_roots(const std::string& path, const std::vector<std::string>& roots,
-                                         const std::string& what, const std::string& key) {
-  if (roots.empty()) {
-    return Status::invalid_argument("no " + what + " roots are configured (" + key + "): registration is disabled");
-  }
-  std::error_code ec;
-  const fs::path real = fs::canonical(path, ec);
-  if (ec) return Status::not_found(what + " path '" + path + "': " + ec.message());
-  for (const std::string& root : roots) {
-    const fs::path real_root = fs::canonical(root, ec);
-    if (ec) continue;
-    const std::string r = real_root.string(), p = real.string();
-    if (p == r || (p.size() > r.size() && p.compare(0, r.size(), r) == 0 && (p[r.size()] == '/' || r == "/"))) {
-      return p;
-    }
-  }
-  return Status::invalid_argument(what + " path '" + path + "' resolves to '" + real.string() +
-                                  "', outside every configured " + what + " root (" + key + ")");
-}
-
 AdminApi::AdminApi(AdminOptions options, Registry* registry, BaseSet* bases, const Metrics* metrics,
                    eval::EvaluationJobs* jobs, EvaluationStore* evaluations)
     : options_(std::move(options)),
@@ -206,31 +186,46 @@ Result<AdapterRecord> AdminApi::register_adapter(const std::string& name, const 
       record.rank = info.rank;
       record.alpha = info.alpha;
       record.target_modules = info.target_modules;
+      record.sha256 = info.sha256;  // of the bytes the validating load parsed; later loads must match
     }
     record.name = name;
     record.base_model = target->name();
     record.path = real;
-    LG_ASSIGN_OR_RETURN(record.sha256, sha256_file(weights));
     std::error_code ec;
     record.size_bytes = static_cast<int64_t>(fs::file_size(weights, ec));
     return registry_->add_adapter(record);
   }();
   if (!registered.is_ok()) (void)cache.remove(name);
+  routes_changed();
   return registered;
 }
 
 Status AdminApi::unregister_adapter(const std::string& name, const std::string& base) {
   LG_ASSIGN_OR_RETURN(std::shared_ptr<ServingBase> target, base_named(base));
-  LG_RETURN_IF_ERROR(registry_->remove_adapter(name, target->name()));
-  return target->adapters()->remove(name);
+  Status removed = registry_->remove_adapter(name, target->name());
+  if (removed.is_ok()) removed = target->adapters()->remove(name);
+  routes_changed();
+  return removed;
 }
 
 Status AdminApi::add_base(const std::string& name, const std::string& path, DType dtype) {
   LG_ASSIGN_OR_RETURN(std::string real, resolve_inside_roots(path, options_.base_roots, "base model", "bases.roots"));
-  return bases_->add(BaseSpec{name, real, dtype});
+  Status added = bases_->add(BaseSpec{name, real, dtype});
+  routes_changed();
+  return added;
 }
 
-void AdminApi::install(Router& router) {
+// After every write, whatever its outcome: forgetting the cache is cheap and never stale.
+void AdminApi::routes_changed() {
+  if (routes_ != nullptr) routes_->invalidate();
+}
+
+void AdminApi::answer_off_strand(const std::shared_ptr<Exchange>& ex, std::function<HttpResponse()> work) {
+  run_off_strand(*blocking_, ex, std::move(work), [ex](HttpResponse response) { ex->respond(std::move(response)); });
+}
+
+void AdminApi::install(Router& router, BlockingWork& blocking) {
+  blocking_ = &blocking;
   // Every admin handler checks the token first.
   auto guarded = [this](auto handler) {
     return [this, handler](const std::shared_ptr<Exchange>& ex) {
@@ -238,6 +233,7 @@ void AdminApi::install(Router& router) {
       handler(ex);
     };
   };
+  // Reads the request on the strand; loading, hashing and registry writes run off it.
   auto add_adapter = [this](const std::shared_ptr<Exchange>& ex, const char* name_key, const char* path_key) {
     json body;
     std::string name, path;
@@ -246,16 +242,22 @@ void AdminApi::install(Router& router) {
     if (auto e = string_field(body, path_key, &path)) return ex->respond(e->to_response());
     std::string base;  // read by named_base; checked here for its type
     if (auto e = optional_string(body, "base", &base)) return ex->respond(e->to_response());
-    Result<AdapterRecord> r = register_adapter(name, path, named_base(ex->request(), body));
-    if (!r.is_ok()) return ex->respond(status_response(r.status()));
-    ex->record().adapter = name;
-    ex->record().base = r->base_model;
-    ex->respond(json_response(http::status::created, adapter_json(*r)));
+    run_off_strand(
+        *blocking_, ex,
+        [this, name, path, base = named_base(ex->request(), body)] { return register_adapter(name, path, base); },
+        [ex](const Result<AdapterRecord>& r) {
+          if (!r.is_ok()) return ex->respond(status_response(r.status()));
+          ex->record().adapter = r->name;
+          ex->record().base = r->base_model;
+          ex->respond(json_response(http::status::created, adapter_json(*r)));
+        });
   };
   auto remove_adapter = [this](const std::shared_ptr<Exchange>& ex, const std::string& name, const std::string& base) {
-    Status s = unregister_adapter(name, base);
-    if (!s.is_ok()) return ex->respond(status_response(s));
-    ex->respond(json_response(http::status::ok, {{"name", name}, {"removed", true}}));
+    answer_off_strand(ex, [this, name, base] {
+      Status s = unregister_adapter(name, base);
+      if (!s.is_ok()) return status_response(s);
+      return json_response(http::status::ok, {{"name", name}, {"removed", true}});
+    });
   };
 
   // --- adapters ---
@@ -268,22 +270,24 @@ void AdminApi::install(Router& router) {
                                      named_base(ex->request(), json::object()));
                     }));
   router.add(http::verb::get, "/admin/adapters", guarded([this](const std::shared_ptr<Exchange>& ex) {
-    Result<std::shared_ptr<ServingBase>> base = base_named(named_base(ex->request(), json::object()));
-    if (!base.is_ok()) return ex->respond(status_response(base.status()));
-    Result<std::vector<AdapterRecord>> records = registry_->list_adapters((*base)->name());
-    if (!records.is_ok()) return ex->respond(status_response(records.status()));
-    std::map<std::string, AdapterInfo> live;
-    for (AdapterInfo& info : (*base)->adapters()->list()) live[info.name] = std::move(info);
-    json data = json::array();
-    for (const AdapterRecord& r : *records) {
-      json j = adapter_json(r);
-      auto it = live.find(r.name);
-      j["cache_tier"] = it == live.end() ? "none" : adapter_tier_name(it->second.tier);
-      if (it != live.end() && !it->second.error.empty()) j["load_error"] = it->second.error;
-      j["requests"] = metrics_ != nullptr ? metrics_->requests_for(r.base_model, r.name) : 0;
-      data.push_back(std::move(j));
-    }
-    ex->respond(json_response(http::status::ok, {{"object", "list"}, {"base", (*base)->name()}, {"data", data}}));
+    answer_off_strand(ex, [this, base_name = named_base(ex->request(), json::object())] {
+      Result<std::shared_ptr<ServingBase>> base = base_named(base_name);
+      if (!base.is_ok()) return status_response(base.status());
+      Result<std::vector<AdapterRecord>> records = registry_->list_adapters((*base)->name());
+      if (!records.is_ok()) return status_response(records.status());
+      std::map<std::string, AdapterInfo> live;
+      for (AdapterInfo& info : (*base)->adapters()->list()) live[info.name] = std::move(info);
+      json data = json::array();
+      for (const AdapterRecord& r : *records) {
+        json j = adapter_json(r);
+        auto it = live.find(r.name);
+        j["cache_tier"] = it == live.end() ? "none" : adapter_tier_name(it->second.tier);
+        if (it != live.end() && !it->second.error.empty()) j["load_error"] = it->second.error;
+        j["requests"] = metrics_ != nullptr ? metrics_->requests_for(r.base_model, r.name) : 0;
+        data.push_back(std::move(j));
+      }
+      return json_response(http::status::ok, {{"object", "list"}, {"base", (*base)->name()}, {"data", data}});
+    });
   }));
 
   // --- scenarios ---
@@ -293,28 +297,36 @@ void AdminApi::install(Router& router) {
     std::string adapter;
     if (auto e = parse_object(ex->request(), &body)) return ex->respond(e->to_response());
     if (auto e = string_field(body, "adapter", &adapter)) return ex->respond(e->to_response());
-    Result<std::shared_ptr<ServingBase>> base = base_named(named_base(ex->request(), body));
-    if (!base.is_ok()) return ex->respond(status_response(base.status()));
-    Result<ScenarioRecord> r = registry_->set_scenario(name, (*base)->name(), adapter);
-    if (!r.is_ok()) return ex->respond(status_response(r.status()));
-    ex->respond(json_response(http::status::ok, scenario_json(*r)));
+    answer_off_strand(ex, [this, name, adapter, base_name = named_base(ex->request(), body)] {
+      Result<std::shared_ptr<ServingBase>> base = base_named(base_name);
+      if (!base.is_ok()) return status_response(base.status());
+      Result<ScenarioRecord> r = registry_->set_scenario(name, (*base)->name(), adapter);
+      routes_changed();
+      if (!r.is_ok()) return status_response(r.status());
+      return json_response(http::status::ok, scenario_json(*r));
+    });
   }));
   router.add_prefix(http::verb::delete_, "/admin/scenarios/", guarded([this](const std::shared_ptr<Exchange>& ex) {
-    const std::string name = tail_after(ex->request(), "/admin/scenarios/");
-    Result<std::shared_ptr<ServingBase>> base = base_named(named_base(ex->request(), json::object()));
-    if (!base.is_ok()) return ex->respond(status_response(base.status()));
-    Status s = registry_->remove_scenario(name, (*base)->name());
-    if (!s.is_ok()) return ex->respond(status_response(s));
-    ex->respond(json_response(http::status::ok, {{"name", name}, {"removed", true}}));
+    answer_off_strand(ex, [this, name = tail_after(ex->request(), "/admin/scenarios/"),
+                           base_name = named_base(ex->request(), json::object())] {
+      Result<std::shared_ptr<ServingBase>> base = base_named(base_name);
+      if (!base.is_ok()) return status_response(base.status());
+      Status s = registry_->remove_scenario(name, (*base)->name());
+      routes_changed();
+      if (!s.is_ok()) return status_response(s);
+      return json_response(http::status::ok, {{"name", name}, {"removed", true}});
+    });
   }));
   router.add(http::verb::get, "/admin/scenarios", guarded([this](const std::shared_ptr<Exchange>& ex) {
-    Result<std::shared_ptr<ServingBase>> base = base_named(named_base(ex->request(), json::object()));
-    if (!base.is_ok()) return ex->respond(status_response(base.status()));
-    Result<std::vector<ScenarioRecord>> records = registry_->list_scenarios((*base)->name());
-    if (!records.is_ok()) return ex->respond(status_response(records.status()));
-    json data = json::array();
-    for (const ScenarioRecord& r : *records) data.push_back(scenario_json(r));
-    ex->respond(json_response(http::status::ok, {{"object", "list"}, {"base", (*base)->name()}, {"data", data}}));
+    answer_off_strand(ex, [this, base_name = named_base(ex->request(), json::object())] {
+      Result<std::shared_ptr<ServingBase>> base = base_named(base_name);
+      if (!base.is_ok()) return status_response(base.status());
+      Result<std::vector<ScenarioRecord>> records = registry_->list_scenarios((*base)->name());
+      if (!records.is_ok()) return status_response(records.status());
+      json data = json::array();
+      for (const ScenarioRecord& r : *records) data.push_back(scenario_json(r));
+      return json_response(http::status::ok, {{"object", "list"}, {"base", (*base)->name()}, {"data", data}});
+    });
   }));
 
   // --- bases ---
@@ -327,41 +339,52 @@ void AdminApi::install(Router& router) {
     if (auto e = optional_string(body, "dtype", &dtype)) return ex->respond(e->to_response());
     Result<DType> parsed = parse_weight_dtype_name(dtype);
     if (!parsed.is_ok()) return ex->respond(bad_request(parsed.status().message(), "dtype").to_response());
-    Status s = add_base(name, path, *parsed);
-    if (!s.is_ok()) return ex->respond(status_response(s));
     ex->record().base = name;
-    for (const BaseStatus& b : bases_->list()) {
-      if (b.name == name) return ex->respond(json_response(http::status::accepted, base_json(b)));
-    }
-    ex->respond(json_response(http::status::accepted, {{"name", name}, {"state", "loading"}}));
+    answer_off_strand(ex, [this, name, path, dtype = *parsed] {
+      Status s = add_base(name, path, dtype);
+      if (!s.is_ok()) return status_response(s);
+      for (const BaseStatus& b : bases_->list()) {
+        if (b.name == name) return json_response(http::status::accepted, base_json(b));
+      }
+      return json_response(http::status::accepted, {{"name", name}, {"state", "loading"}});
+    });
   }));
   router.add(http::verb::get, "/admin/bases", guarded([this](const std::shared_ptr<Exchange>& ex) {
-    json data = json::array();
-    for (const BaseStatus& b : bases_->list()) data.push_back(base_json(b));
-    json swaps = json::array();
-    if (registry_ != nullptr) {
-      Result<std::vector<SwapRecord>> recent = registry_->list_swaps(20);
-      if (!recent.is_ok()) return ex->respond(status_response(recent.status()));
-      for (const SwapRecord& s : *recent) swaps.push_back(swap_json(s));
-    }
-    ex->respond(json_response(http::status::ok, {{"object", "list"}, {"data", data}, {"swaps", swaps}}));
+    answer_off_strand(ex, [this] {
+      json data = json::array();
+      for (const BaseStatus& b : bases_->list()) data.push_back(base_json(b));
+      json swaps = json::array();
+      if (registry_ != nullptr) {
+        Result<std::vector<SwapRecord>> recent = registry_->list_swaps(20);
+        if (!recent.is_ok()) return status_response(recent.status());
+        for (const SwapRecord& s : *recent) swaps.push_back(swap_json(s));
+      }
+      return json_response(http::status::ok, {{"object", "list"}, {"data", data}, {"swaps", swaps}});
+    });
   }));
   router.add_prefix(http::verb::delete_, "/admin/bases/", guarded([this](const std::shared_ptr<Exchange>& ex) {
-    const std::string name = tail_after(ex->request(), "/admin/bases/");
-    Status s = bases_->remove(name);
-    if (!s.is_ok()) return ex->respond(status_response(s));
-    ex->respond(json_response(http::status::ok, {{"name", name}, {"removed", true}}));
+    answer_off_strand(ex, [this, name = tail_after(ex->request(), "/admin/bases/")] {
+      Status s = bases_->remove(name);
+      routes_changed();
+      if (!s.is_ok()) return status_response(s);
+      return json_response(http::status::ok, {{"name", name}, {"removed", true}});
+    });
   }));
-  auto swapped = [](const std::shared_ptr<Exchange>& ex, const Result<SwapRecord>& r) {
-    if (!r.is_ok()) return ex->respond(status_response(r.status()));
-    ex->respond(json_response(http::status::ok, swap_json(*r)));
+  // Runs a promote or rollback off the strand and answers with its swap.
+  auto run_swap = [this](const std::shared_ptr<Exchange>& ex, std::function<Result<SwapRecord>()> swap_bases) {
+    answer_off_strand(ex, [this, swap_bases] {
+      Result<SwapRecord> r = swap_bases();
+      routes_changed();
+      if (!r.is_ok()) return status_response(r.status());
+      return json_response(http::status::ok, swap_json(*r));
+    });
   };
-  router.add(http::verb::post, "/admin/bases/rollback", guarded([this, swapped](const std::shared_ptr<Exchange>& ex) {
+  router.add(http::verb::post, "/admin/bases/rollback", guarded([this, run_swap](const std::shared_ptr<Exchange>& ex) {
     json body;
     if (auto e = parse_object(ex->request(), &body, /*empty_ok=*/true)) return ex->respond(e->to_response());
-    swapped(ex, bases_->rollback(actor_of(ex->request(), body)));
+    run_swap(ex, [this, actor = actor_of(ex->request(), body)] { return bases_->rollback(actor); });
   }));
-  router.add_prefix(http::verb::post, "/admin/bases/", guarded([this, swapped](const std::shared_ptr<Exchange>& ex) {
+  router.add_prefix(http::verb::post, "/admin/bases/", guarded([this, run_swap](const std::shared_ptr<Exchange>& ex) {
     std::string rest = tail_after(ex->request(), "/admin/bases/");
     constexpr std::string_view kShadow = "/shadow";
     if (shadow_ != nullptr && rest.size() > kShadow.size() &&
@@ -381,7 +404,7 @@ void AdminApi::install(Router& router) {
       if (!it->is_boolean()) return ex->respond(bad_request("force must be a boolean", "force").to_response());
       force = it->get<bool>();
     }
-    swapped(ex, bases_->promote(name, force, actor_of(ex->request(), body)));
+    run_swap(ex, [this, name, force, actor = actor_of(ex->request(), body)] { return bases_->promote(name, force, actor); });
   }));
 
   router.add_prefix(http::verb::get, "/admin/bases/", guarded([this](const std::shared_ptr<Exchange>& ex) {
@@ -443,28 +466,32 @@ void AdminApi::install_evaluations(Router& router, Guard guarded) {
     if (auto e = string_field(body, "candidate", &candidate)) return ex->respond(e->to_response());
     if (auto e = string_field(body, "suite", &suite)) return ex->respond(e->to_response());
     if (auto e = optional_string(body, "gates", &gates)) return ex->respond(e->to_response());
-    Result<std::string> suite_path = resolve_inside_roots(suite, options_.eval_roots, "suite", "evaluation.roots");
-    if (!suite_path.is_ok()) return ex->respond(status_response(suite_path.status()));
-    std::string gates_path;
-    if (!gates.empty()) {
-      Result<std::string> g = resolve_inside_roots(gates, options_.eval_roots, "gates", "evaluation.roots");
-      if (!g.is_ok()) return ex->respond(status_response(g.status()));
-      gates_path = *g;
-    }
-    Result<eval::JobStatus> job = jobs_->start(candidate, *suite_path, gates_path);
-    if (!job.is_ok()) return ex->respond(status_response(job.status()));
-    ex->respond(json_response(http::status::accepted, job_json(*job)));
+    answer_off_strand(ex, [this, candidate, suite, gates] {
+      Result<std::string> suite_path = resolve_inside_roots(suite, options_.eval_roots, "suite", "evaluation.roots");
+      if (!suite_path.is_ok()) return status_response(suite_path.status());
+      std::string gates_path;
+      if (!gates.empty()) {
+        Result<std::string> g = resolve_inside_roots(gates, options_.eval_roots, "gates", "evaluation.roots");
+        if (!g.is_ok()) return status_response(g.status());
+        gates_path = *g;
+      }
+      Result<eval::JobStatus> job = jobs_->start(candidate, *suite_path, gates_path);
+      if (!job.is_ok()) return status_response(job.status());
+      return json_response(http::status::accepted, job_json(*job));
+    });
   }));
   router.add(http::verb::get, "/admin/evaluations", guarded([this](const std::shared_ptr<Exchange>& ex) {
-    json data = json::array(), runs = json::array();
-    for (const eval::JobStatus& j : jobs_->list()) data.push_back(job_json(j));
-    Result<std::vector<EvaluationRecord>> stored = evaluations_->list(20);
-    if (!stored.is_ok()) return ex->respond(status_response(stored.status()));
-    for (const EvaluationRecord& r : *stored) {
-      runs.push_back({{"run", r.id}, {"verdict", r.verdict}, {"online", r.online_base}, {"candidate", r.candidate_base},
-                      {"candidate_sha256", r.candidate_sha256}, {"finished_at", r.finished_at}});
-    }
-    ex->respond(json_response(http::status::ok, {{"object", "list"}, {"data", data}, {"runs", runs}}));
+    answer_off_strand(ex, [this] {
+      json data = json::array(), runs = json::array();
+      for (const eval::JobStatus& j : jobs_->list()) data.push_back(job_json(j));
+      Result<std::vector<EvaluationRecord>> stored = evaluations_->list(20);
+      if (!stored.is_ok()) return status_response(stored.status());
+      for (const EvaluationRecord& r : *stored) {
+        runs.push_back({{"run", r.id}, {"verdict", r.verdict}, {"online", r.online_base}, {"candidate", r.candidate_base},
+                        {"candidate_sha256", r.candidate_sha256}, {"finished_at", r.finished_at}});
+      }
+      return json_response(http::status::ok, {{"object", "list"}, {"data", data}, {"runs", runs}});
+    });
   }));
   router.add_prefix(http::verb::get, "/admin/evaluations/", guarded([this](const std::shared_ptr<Exchange>& ex) {
     const std::string tail = tail_after(ex->request(), "/admin/evaluations/");
@@ -473,17 +500,19 @@ void AdminApi::install_evaluations(Router& router, Guard guarded) {
     if (tail.empty() || *end != '\0' || id <= 0) {
       return ex->respond(bad_request("the evaluation id must be a positive integer").to_response());
     }
-    Result<eval::JobStatus> job = jobs_->get(id);
-    if (!job.is_ok()) return ex->respond(status_response(job.status()));
-    json out = job_json(*job);
-    if (job->run_id > 0) {  // the verdict and its gates, from the stored run
-      Result<EvaluationRecord> run = evaluations_->get(job->run_id);
-      if (run.is_ok()) {
-        const json report = json::parse(run->report, nullptr, /*allow_exceptions=*/false);
-        if (!report.is_discarded()) out["gates"] = report.value("gates", json::array());
+    answer_off_strand(ex, [this, id] {
+      Result<eval::JobStatus> job = jobs_->get(id);
+      if (!job.is_ok()) return status_response(job.status());
+      json out = job_json(*job);
+      if (job->run_id > 0) {  // the verdict and its gates, from the stored run
+        Result<EvaluationRecord> run = evaluations_->get(job->run_id);
+        if (run.is_ok()) {
+          const json report = json::parse(run->report, nullptr, /*allow_exceptions=*/false);
+          if (!report.is_discarded()) out["gates"] = report.value("gates", json::array());
+        }
       }
-    }
-    ex->respond(json_response(http::status::ok, out));
+      return json_response(http::status::ok, out);
+    });
   }));
 }
 

@@ -22,17 +22,23 @@
 // Writes go to the registry (SQLite) and the base's adapter cache: the
 // registry is the record restored at start, the cache what serves. Adapter
 // and base paths must resolve (symlinks followed) inside a configured root.
-// Handlers run on network threads; the registry, caches and BaseSet are
-// thread-safe.
+// Handlers read their request on a network thread; whatever touches the disk
+// or the registry (loading and hashing adapters, SQLite reads and writes,
+// base loads) runs on the Gateway's BlockingWork, so that no connection
+// waits for it. The registry, caches and BaseSet are thread-safe. Every
+// write that can change a scenario's route invalidates the route cache.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "bases/base_set.h"
 #include "evaluator/evaluation_jobs.h"
+#include "gateway/blocking_work.h"
 #include "gateway/metrics.h"
+#include "gateway/registry_resolver.h"
 #include "gateway/router.h"
 #include "gateway/shadow_traffic.h"
 #include "registry/registry.h"
@@ -51,8 +57,11 @@ class AdminApi {
   // `jobs` and `evaluations` may be null: the evaluation routes then answer 404.
   AdminApi(AdminOptions options, Registry* registry, BaseSet* bases, const Metrics* metrics,
            eval::EvaluationJobs* jobs = nullptr, EvaluationStore* evaluations = nullptr);
-  // Adds the admin routes to `router`.
-  void install(Router& router);
+  // Adds the admin routes to `router`; their slow work runs on `blocking`
+  // (which must outlive every request, as the Gateway's does).
+  void install(Router& router, BlockingWork& blocking);
+  // Invalidated after every admin write (not owned; null = none). Before install().
+  void set_route_cache(RegistryModelResolver* routes) { routes_ = routes; }
 
   // Registers an adapter on `base` ("" = the serving base) in registry and
   // cache, validating by loading it. Also used at start for configured
@@ -71,6 +80,9 @@ class AdminApi {
   template <typename Guard>
   void install_evaluations(Router& router, Guard guarded);
   void set_shadow(const std::shared_ptr<Exchange>& ex, const std::string& base);
+  void routes_changed();
+  // Answers `ex` with what `work` returns, computed on the BlockingWork.
+  void answer_off_strand(const std::shared_ptr<Exchange>& ex, std::function<HttpResponse()> work);
 
   AdminOptions options_;
   Registry* registry_;
@@ -79,12 +91,8 @@ class AdminApi {
   eval::EvaluationJobs* jobs_;
   ShadowTraffic* shadow_ = nullptr;
   EvaluationStore* evaluations_;
+  RegistryModelResolver* routes_ = nullptr;
+  BlockingWork* blocking_ = nullptr;  // set by install()
 };
-
-// The real path of `path` when it lies inside one of `roots` (every "..",
-// "." and symlink resolved); `what` names the kind of path in errors and
-// `key` the config key of the roots.
-Result<std::string> resolve_inside_roots(const std::string& path, const std::vector<std::string>& roots,
-                                         const std::string& what, const std::string& key);
 
 }  // namespace loragate

@@ -17,16 +17,22 @@ Result<std::unique_ptr<Gateway>> Gateway::create(GatewayOptions options, BaseSet
   if (bases == nullptr) return Status::invalid_argument("Gateway::create needs a BaseSet");
   if (options.served_model_name.empty()) return Status::invalid_argument("served_model_name must not be empty");
   if (options.server.max_queued_requests <= 0) return Status::invalid_argument("server.max_queued_requests must be > 0");
+  if (options.blocking_threads <= 0) return Status::invalid_argument("blocking_threads must be > 0");
   return std::unique_ptr<Gateway>(new Gateway(std::move(options), bases, resolver));
 }
 
 Gateway::Gateway(GatewayOptions options, BaseSet* bases, ModelResolver* resolver)
-    : options_(std::move(options)), runner_(options_.server.max_queued_requests) {
+    : options_(std::move(options)),
+      runner_(options_.server.max_queued_requests),
+      blocking_(options_.blocking_threads, options_.server.max_queued_requests) {
   api_.bases = bases;
   api_.served_model_name = options_.served_model_name;
   api_.resolver = resolver;
   api_.runner = &runner_;
+  api_.blocking = &blocking_;
+  api_.prompt_limit = &prompt_limit_;
   api_.admin_token = options_.admin_token;
+  api_.public_listings = options_.server.public_listings;
   api_.started_unix = unix_now();
   add_builtin_routes();
   server_ = std::make_unique<HttpServer>(options_.server, &router_,
@@ -87,6 +93,8 @@ void Gateway::stop() {
         server_->wait_idle(Clock::now() + std::chrono::seconds(1));
       }
     }
+    // Jobs still running answer through the network threads: they finish first.
+    blocking_.join();
     server_->join();
   }
   // No network thread runs now: sinks the engine still holds must not post.

@@ -12,8 +12,11 @@
 //   gw.value()->wait();
 //
 // The BaseSet and the ModelResolver are not owned and must outlive the
-// Gateway. router() and set_observer() are for before start(); start(),
-// stop() and wait() may be called from any thread (stop() not from a handler).
+// Gateway. Work too slow for a network thread (parsing, rendering and
+// tokenising long prompts; the admin routes' disk and registry work) runs on
+// blocking_work(), a small pool the Gateway owns. router() and set_observer()
+// are for before start(); start(), stop() and wait() may be called from any
+// thread (stop() not from a handler).
 #pragma once
 
 #include <condition_variable>
@@ -24,10 +27,12 @@
 
 #include "bases/base_set.h"
 #include "common/status.h"
+#include "gateway/blocking_work.h"
 #include "gateway/generation_runner.h"
 #include "gateway/http_server.h"
 #include "gateway/model_resolver.h"
 #include "gateway/openai_request.h"
+#include "gateway/prompt_size_limit.h"
 #include "gateway/request_observer.h"
 #include "gateway/router.h"
 #include "gateway/server_options.h"
@@ -39,6 +44,7 @@ struct GatewayOptions {
   std::string served_model_name = "loragate";   // the serving base's name in `model` and /v1/models
   std::string admin_token;                      // lets X-Base address a non-serving base; "" = refused
   bool log_requests = true;                     // one JSON line per request on stderr
+  int32_t blocking_threads = 2;                 // threads of blocking_work(); it queues server.max_queued_requests jobs
 };
 
 class Gateway {
@@ -54,6 +60,8 @@ class Gateway {
   void set_shadow_traffic(ShadowTraffic* shadow) { runner_.set_shadow_traffic(shadow); }
   // Called once per finished request; not owned; null = none. Before start().
   void set_observer(RequestObserver* observer) { observer_ = observer; }
+  // Where routes run what must not block a network thread (see blocking_work.h).
+  BlockingWork& blocking_work() { return blocking_; }
 
   // Binds and serves; returns the bound port.
   Result<uint16_t> start();
@@ -78,6 +86,8 @@ class Gateway {
   const GatewayOptions options_;
   Router router_;
   GenerationRunner runner_;
+  BlockingWork blocking_;               // joined in stop(), before the network threads
+  PromptSizeLimit prompt_limit_;
   ApiContext api_;
   RequestObserver* observer_ = nullptr;
   std::unique_ptr<HttpServer> server_;  // destroyed first: its pending handlers reference the rest

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "gateway/blocking_work.h"
 #include "gateway/logprobs_format.h"
 
 namespace loragate {
@@ -140,43 +141,44 @@ std::optional<ApiError> template_vars(const json& body, json* vars) {
   return std::nullopt;
 }
 
-}  // namespace
+// Bytes of message text: the rendered prompt holds at least these.
+int64_t content_bytes(const json& messages) {
+  int64_t bytes = 0;
+  for (const json& m : messages) {
+    auto content = m.find("content");
+    if (content != m.end() && content->is_string()) {
+      bytes += static_cast<int64_t>(content->get_ref<const std::string&>().size());
+    }
+  }
+  return bytes;
+}
 
-void handle_chat_completions(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchange) {
-  OpenAiRequest req;
-  if (auto err = read_openai_request(ctx, *exchange, /*chat=*/true, &req)) return exchange->respond(err->to_response());
-  const json& body = req.body;
-  if (auto err = refuse_unsupported_chat_fields(body)) return exchange->respond(err->to_response());
-  json messages, vars;
-  if (auto err = read_chat_messages(body, &messages)) return exchange->respond(err->to_response());
-  if (auto err = template_vars(body, &vars)) return exchange->respond(err->to_response());
-  bool add_generation_prompt = true;  // vLLM extension
-  if (auto err = read_bool(body, "add_generation_prompt", &add_generation_prompt)) {
-    return exchange->respond(err->to_response());
-  }
-  if (body.contains("prompt_logprobs") && !body["prompt_logprobs"].is_null()) {
-    return exchange->respond(
-        bad_request("prompt_logprobs is supported on /v1/completions only", "prompt_logprobs").to_response());
-  }
-  const ServingBase& base = *req.base;
-  const Engine& engine = base.engine();
-  if (engine.tokenizer() == nullptr) {
-    return exchange->respond(
-        bad_request("this model has no tokenizer: use /v1/completions with token ids", "messages").to_response());
-  }
+// The tokenised prompt, or why there is none.
+struct ChatPrompt {
+  std::vector<int32_t> ids;
+  std::optional<ApiError> error;
+};
+
+ChatPrompt render_and_encode(const ServingBase& base, const json& messages, bool add_generation_prompt,
+                             const json& vars) {
   Result<std::string> text = base.chat_template().render(messages, add_generation_prompt, vars);
   if (!text.is_ok()) {
-    return exchange->respond(error_response(http_status_for(text.status(), /*about_size=*/true),
-                                            "chat template: " + text.status().message(), "messages"));
+    return {{}, ApiError{http_status_for(text.status(), /*about_size=*/true), "chat template: " + text.status().message(),
+                         "messages", ""}};
   }
+  return {base.tokenizer()->encode(text.value(), /*add_special_tokens=*/false), std::nullopt};
+}
 
+// On the exchange's strand, once the prompt is tokenised.
+void submit_chat(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchange, const OpenAiRequest& req,
+                 int32_t logprobs, std::vector<int32_t> prompt_ids) {
+  const ServingBase& base = *req.base;
+  const Engine& engine = base.engine();
   GenerationCall call;
   call.base = req.base;
-  call.request.prompt_ids = engine.tokenizer()->encode(text.value(), /*add_special_tokens=*/false);
+  call.request.prompt_ids = std::move(prompt_ids);
   call.request.params = req.fields.params;
-  if (auto err = read_chat_logprobs(body, req.fields.stream, &call.request.params.logprobs)) {
-    return exchange->respond(err->to_response());
-  }
+  call.request.params.logprobs = logprobs;
   if (call.request.params.max_tokens < 0) {  // OpenAI's default: as much as the context leaves
     const int64_t prompt = static_cast<int64_t>(call.request.prompt_ids.size());
     const int64_t room = engine.max_model_len() - prompt;
@@ -197,6 +199,53 @@ void handle_chat_completions(const ApiContext& ctx, const std::shared_ptr<Exchan
                      base.fingerprint()},
       engine.tokenizer());
   ctx.runner->run(exchange, std::move(call));
+}
+
+// On the exchange's strand, once the body is parsed.
+void chat_with_body(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchange, json parsed) {
+  auto req = std::make_shared<OpenAiRequest>();
+  if (auto err = read_openai_request(ctx, *exchange, std::move(parsed), /*chat=*/true, req.get())) {
+    return exchange->respond(err->to_response());
+  }
+  const json& body = req->body;
+  if (auto err = refuse_unsupported_chat_fields(body)) return exchange->respond(err->to_response());
+  json messages, vars;
+  if (auto err = read_chat_messages(body, &messages)) return exchange->respond(err->to_response());
+  if (auto err = template_vars(body, &vars)) return exchange->respond(err->to_response());
+  bool add_generation_prompt = true;  // vLLM extension
+  if (auto err = read_bool(body, "add_generation_prompt", &add_generation_prompt)) {
+    return exchange->respond(err->to_response());
+  }
+  if (body.contains("prompt_logprobs") && !body["prompt_logprobs"].is_null()) {
+    return exchange->respond(
+        bad_request("prompt_logprobs is supported on /v1/completions only", "prompt_logprobs").to_response());
+  }
+  int32_t logprobs = -1;
+  if (auto err = read_chat_logprobs(body, req->fields.stream, &logprobs)) return exchange->respond(err->to_response());
+  if (req->base->tokenizer() == nullptr) {
+    return exchange->respond(
+        bad_request("this model has no tokenizer: use /v1/completions with token ids", "messages").to_response());
+  }
+  if (auto err = ctx.prompt_limit->check(req->base, content_bytes(messages), "the messages", "messages")) {
+    return exchange->respond(err->to_response());
+  }
+  // Rendering and tokenising take time in proportion to the text (messages
+  // and tools, so the body's size): a long one not on a network thread.
+  run_off_strand_if_large(
+      *ctx.blocking, exchange, exchange->request().body().size(),
+      [base = req->base, messages = std::move(messages), vars = std::move(vars), add_generation_prompt] {
+        return render_and_encode(*base, messages, add_generation_prompt, vars);
+      },
+      [ctx = &ctx, exchange, req, logprobs](ChatPrompt prompt) {
+        if (prompt.error) return exchange->respond(prompt.error->to_response());
+        submit_chat(*ctx, exchange, *req, logprobs, std::move(prompt.ids));
+      });
+}
+
+}  // namespace
+
+void handle_chat_completions(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchange) {
+  parse_body_then(ctx, exchange, [&ctx, exchange](json body) { chat_with_body(ctx, exchange, std::move(body)); });
 }
 
 }  // namespace loragate

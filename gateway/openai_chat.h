@@ -2,6 +2,9 @@
 // model's chat template (with chat_template_kwargs as template variables),
 // then generated like a completion; answered whole or as
 // chat.completion.chunk events (the first delta carries the role).
+// Messages with more text than the model length can hold are refused (400,
+// context_length_exceeded) before rendering; a long chat is parsed, rendered
+// and tokenised on the Gateway's BlockingWork, not on a network thread.
 #pragma once
 
 #include <memory>

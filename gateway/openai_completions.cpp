@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "gateway/blocking_work.h"
 #include "gateway/logprobs_format.h"
 
 namespace loragate {
@@ -67,84 +68,81 @@ std::optional<ApiError> token_ids(const json& list, std::vector<int32_t>* out) {
 
 }  // namespace
 
-std::optional<ApiError> read_completion_prompt(const json& body, const Tokenizer* tokenizer,
-                                               std::vector<int32_t>* prompt_ids) {
+std::optional<ApiError> read_completion_prompt(const json& body, CompletionPrompt* out) {
   auto it = body.find("prompt");
   if (it == body.end() || it->is_null()) return bad_request("prompt is required", "prompt");
   const json& prompt = *it;
   const char* shapes = "prompt must be a string, a list of one string, or a list of token ids";
-  auto encode = [&](const std::string& text) -> std::optional<ApiError> {
-    if (tokenizer == nullptr) return bad_request("this model has no tokenizer: send the prompt as token ids", "prompt");
-    *prompt_ids = tokenizer->encode(text, /*add_special_tokens=*/true);
+  if (prompt.is_string()) {
+    out->text = prompt.get<std::string>();
     return std::nullopt;
-  };
-  if (prompt.is_string()) return encode(prompt.get<std::string>());
+  }
   if (!prompt.is_array() || prompt.empty()) return bad_request(shapes, "prompt");
   if (all_of_type(prompt, &json::is_string)) {
     if (prompt.size() != 1) {
       return bad_request("only one prompt per request is supported, got " + std::to_string(prompt.size()), "prompt");
     }
-    return encode(prompt[0].get<std::string>());
+    out->text = prompt[0].get<std::string>();
+    return std::nullopt;
   }
-  if (all_of_type(prompt, &json::is_number)) return token_ids(prompt, prompt_ids);
-  if (prompt.size() == 1 && prompt[0].is_array()) return token_ids(prompt[0], prompt_ids);
+  if (all_of_type(prompt, &json::is_number)) return token_ids(prompt, &out->ids);
+  if (prompt.size() == 1 && prompt[0].is_array()) return token_ids(prompt[0], &out->ids);
   if (all_of_type(prompt, &json::is_array)) {
     return bad_request("only one prompt per request is supported, got " + std::to_string(prompt.size()), "prompt");
   }
   return bad_request(shapes, "prompt");
 }
 
-void handle_completions(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchange) {
-  OpenAiRequest req;
-  if (auto err = read_openai_request(ctx, *exchange, /*chat=*/false, &req)) return exchange->respond(err->to_response());
-  const json& body = req.body;
+namespace {
+
+// What the body asks for besides the prompt, read before it is encoded.
+struct CompletionOptions {
   int64_t logprobs = -1;
-  if (auto err = read_int(body, "logprobs", 0, 20, "an integer from 0 to 20", &logprobs)) {
-    return exchange->respond(err->to_response());
-  }
-  if (logprobs >= 0 && req.fields.stream) {
-    return exchange->respond(bad_request("logprobs with stream is not supported yet", "logprobs").to_response());
-  }
-  bool echo = false;
-  if (auto err = read_bool(body, "echo", &echo)) return exchange->respond(err->to_response());
-  if (echo && req.fields.stream) {
-    return exchange->respond(bad_request("echo with stream is not supported yet", "echo").to_response());
-  }
   int64_t prompt_logprobs = -1;
-  if (auto err = read_int(body, "prompt_logprobs", 0, 20, "an integer from 0 to 20", &prompt_logprobs)) {
-    return exchange->respond(err->to_response());
+  bool echo = false;
+};
+
+std::optional<ApiError> read_completion_options(const json& body, bool stream, CompletionOptions* out) {
+  if (auto err = read_int(body, "logprobs", 0, 20, "an integer from 0 to 20", &out->logprobs)) return err;
+  if (out->logprobs >= 0 && stream) return bad_request("logprobs with stream is not supported yet", "logprobs");
+  if (auto err = read_bool(body, "echo", &out->echo)) return err;
+  if (out->echo && stream) return bad_request("echo with stream is not supported yet", "echo");
+  if (auto err = read_int(body, "prompt_logprobs", 0, 20, "an integer from 0 to 20", &out->prompt_logprobs)) {
+    return err;
   }
-  if (prompt_logprobs >= 0 && req.fields.stream) {
-    return exchange->respond(bad_request("prompt_logprobs with stream is not supported yet", "prompt_logprobs").to_response());
+  if (out->prompt_logprobs >= 0 && stream) {
+    return bad_request("prompt_logprobs with stream is not supported yet", "prompt_logprobs");
   }
   std::string suffix;
-  if (auto err = read_string(body, "suffix", &suffix)) return exchange->respond(err->to_response());
-  if (!suffix.empty()) return exchange->respond(bad_request("suffix is not supported yet", "suffix").to_response());
+  if (auto err = read_string(body, "suffix", &suffix)) return err;
+  if (!suffix.empty()) return bad_request("suffix is not supported yet", "suffix");
+  return std::nullopt;
+}
 
+// On the exchange's strand, once the prompt is token ids; `prompt_text` is
+// the text they were encoded from (null: sent as ids).
+void submit_completion(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchange, const OpenAiRequest& req,
+                       const CompletionOptions& options, const std::string* prompt_text,
+                       std::vector<int32_t> prompt_ids) {
   const Tokenizer* tokenizer = req.base->tokenizer();
   GenerationCall call;
   call.base = req.base;
-  if (auto err = read_completion_prompt(body, tokenizer, &call.request.prompt_ids)) {
-    return exchange->respond(err->to_response());
-  }
+  call.request.prompt_ids = std::move(prompt_ids);
   call.request.params = req.fields.params;
-  call.request.params.logprobs = static_cast<int32_t>(logprobs);
+  call.request.params.logprobs = static_cast<int32_t>(options.logprobs);
   if (call.request.params.max_tokens < 0) call.request.params.max_tokens = 16;  // OpenAI's default
   // Scoring the prompt: every token after the first (nothing predicts the first).
-  const int64_t score_top = std::max(prompt_logprobs, echo ? logprobs : -1);
+  const int64_t score_top = std::max(options.prompt_logprobs, options.echo ? options.logprobs : -1);
   if (score_top >= 0 && call.request.prompt_ids.size() >= 2) {
     call.request.prompt_logprobs = static_cast<int32_t>(score_top);
     call.request.score_from = 1;
   }
   CompletionExtras extras;
-  extras.echo = echo;
-  extras.vllm_prompt_logprobs = prompt_logprobs >= 0;
-  if (echo) {
-    const json& prompt = body["prompt"];
-    if (prompt.is_string()) {
-      extras.prompt_text = prompt.get<std::string>();
-    } else if (prompt.is_array() && prompt.size() == 1 && prompt[0].is_string()) {
-      extras.prompt_text = prompt[0].get<std::string>();
+  extras.echo = options.echo;
+  extras.vllm_prompt_logprobs = options.prompt_logprobs >= 0;
+  if (options.echo) {
+    if (prompt_text != nullptr) {
+      extras.prompt_text = *prompt_text;
     } else if (tokenizer != nullptr) {
       extras.prompt_text = tokenizer->decode(call.request.prompt_ids, /*skip_special_tokens=*/true);
     }
@@ -157,6 +155,43 @@ void handle_completions(const ApiContext& ctx, const std::shared_ptr<Exchange>& 
                      req.base->fingerprint()},
       tokenizer, std::move(extras));
   ctx.runner->run(exchange, std::move(call));
+}
+
+// On the exchange's strand, once the body is parsed.
+void completion_with_body(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchange, json parsed) {
+  auto req = std::make_shared<OpenAiRequest>();
+  if (auto err = read_openai_request(ctx, *exchange, std::move(parsed), /*chat=*/false, req.get())) {
+    return exchange->respond(err->to_response());
+  }
+  CompletionOptions options;
+  if (auto err = read_completion_options(req->body, req->fields.stream, &options)) {
+    return exchange->respond(err->to_response());
+  }
+  CompletionPrompt prompt;
+  if (auto err = read_completion_prompt(req->body, &prompt)) return exchange->respond(err->to_response());
+  if (!prompt.text) return submit_completion(ctx, exchange, *req, options, nullptr, std::move(prompt.ids));
+  if (req->base->tokenizer() == nullptr) {
+    return exchange->respond(
+        bad_request("this model has no tokenizer: send the prompt as token ids", "prompt").to_response());
+  }
+  const int64_t text_bytes = static_cast<int64_t>(prompt.text->size());
+  if (auto err = ctx.prompt_limit->check(req->base, text_bytes, "the prompt", "prompt")) {
+    return exchange->respond(err->to_response());
+  }
+  // Tokenising takes time in proportion to the text: a long one not on a network thread.
+  auto text = std::make_shared<const std::string>(std::move(*prompt.text));
+  run_off_strand_if_large(
+      *ctx.blocking, exchange, text->size(),
+      [base = req->base, text] { return base->tokenizer()->encode(*text, /*add_special_tokens=*/true); },
+      [ctx = &ctx, exchange, req, options, text](std::vector<int32_t> ids) {
+        submit_completion(*ctx, exchange, *req, options, text.get(), std::move(ids));
+      });
+}
+
+}  // namespace
+
+void handle_completions(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchange) {
+  parse_body_then(ctx, exchange, [&ctx, exchange](json body) { completion_with_body(ctx, exchange, std::move(body)); });
 }
 
 }  // namespace loragate

@@ -10,10 +10,15 @@
 // `max_tokens: 0` that scores a given text, OpenAI's legacy way. vLLM's
 // `prompt_logprobs: k` adds each prompt token's logprob and k alternatives.
 //    "usage":{"prompt_tokens","completion_tokens","total_tokens"}}
+//
+// A text prompt longer than the model length can hold is refused (400,
+// context_length_exceeded) before it is tokenised; a long one is parsed and
+// tokenised on the Gateway's BlockingWork, not on a network thread.
 #pragma once
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -48,10 +53,15 @@ class CompletionFormat final : public ResponseFormat {
   CompletionExtras extras_;
 };
 
+// A completion's prompt as sent: text, or token ids.
+struct CompletionPrompt {
+  std::optional<std::string> text;  // encoded with special tokens (BOS)
+  std::vector<int32_t> ids;         // the prompt when there is no text
+};
+
 // `prompt`: a string, a list of one string, a list of token ids, or a list of
-// one list of token ids. Text is encoded with special tokens (BOS).
-std::optional<ApiError> read_completion_prompt(const nlohmann::json& body, const Tokenizer* tokenizer,
-                                               std::vector<int32_t>* prompt_ids);
+// one list of token ids.
+std::optional<ApiError> read_completion_prompt(const nlohmann::json& body, CompletionPrompt* prompt);
 
 void handle_completions(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchange);
 

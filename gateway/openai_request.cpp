@@ -24,8 +24,36 @@ std::optional<ApiError> capture_base(const ApiContext& ctx, const HttpRequest& r
   return std::nullopt;
 }
 
-std::optional<ApiError> read_openai_request(const ApiContext& ctx, Exchange& exchange, bool chat, OpenAiRequest* out) {
-  if (auto err = parse_json_object(exchange.request().body(), &out->body)) return err;
+namespace {
+
+struct ParsedBody {
+  nlohmann::json body;
+  std::optional<ApiError> error;
+};
+
+}  // namespace
+
+void parse_body_then(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchange,
+                     std::function<void(nlohmann::json)> next) {
+  // The request stays untouched while its exchange is handled, and the job
+  // holds the exchange: its body may be read from the pool.
+  const std::string_view text = exchange->request().body();
+  run_off_strand_if_large(
+      *ctx.blocking, exchange, text.size(),
+      [text] {
+        ParsedBody parsed;
+        parsed.error = parse_json_object(text, &parsed.body);
+        return parsed;
+      },
+      [exchange, next = std::move(next)](ParsedBody parsed) {
+        if (parsed.error) return exchange->respond(parsed.error->to_response());
+        next(std::move(parsed.body));
+      });
+}
+
+std::optional<ApiError> read_openai_request(const ApiContext& ctx, Exchange& exchange, nlohmann::json body, bool chat,
+                                            OpenAiRequest* out) {
+  out->body = std::move(body);
   if (auto err = read_common_fields(out->body, chat, &out->fields)) return err;
   std::string scenario = out->fields.scenario;
   auto header = exchange.request().find("X-Scenario");

@@ -5,6 +5,7 @@
 // `scenario` field) on that base, and note them in the request record.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,9 +13,11 @@
 #include <nlohmann/json.hpp>
 
 #include "bases/base_set.h"
+#include "gateway/blocking_work.h"
 #include "gateway/generation_runner.h"
 #include "gateway/http_exchange.h"
 #include "gateway/model_resolver.h"
+#include "gateway/prompt_size_limit.h"
 #include "gateway/request_fields.h"
 
 namespace loragate {
@@ -25,7 +28,11 @@ struct ApiContext {
   std::string served_model_name;            // names the serving base, whichever generation it is
   ModelResolver* resolver = nullptr;        // may be null: scenarios then 404
   GenerationRunner* runner = nullptr;
+  BlockingWork* blocking = nullptr;         // parses, renders and tokenises large prompts off the network strands
+  PromptSizeLimit* prompt_limit = nullptr;  // refuses text that cannot fit before it is tokenised
   std::string admin_token;                  // X-Base needs it; "" = X-Base refused
+  bool public_listings = true;              // server.public_listings: false = /v1/models lists adapters only
+                                            // to the admin token's holder
   int64_t started_unix = 0;                 // "created" of the models in /v1/models
 };
 
@@ -38,7 +45,16 @@ struct OpenAiRequest {
   std::string response_model;  // `model` echoed in responses (the served name when absent)
 };
 
-std::optional<ApiError> read_openai_request(const ApiContext& ctx, Exchange& exchange, bool chat, OpenAiRequest* out);
+// Parses the request body as a JSON object, then runs `next(body)` on the
+// exchange's strand; a parse error is answered (400). A large body is parsed
+// on ctx.blocking: a megabyte of JSON would hold a network thread for
+// milliseconds.
+void parse_body_then(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchange,
+                     std::function<void(nlohmann::json)> next);
+
+// Reads the parsed `body` into *out.
+std::optional<ApiError> read_openai_request(const ApiContext& ctx, Exchange& exchange, nlohmann::json body, bool chat,
+                                            OpenAiRequest* out);
 
 // The serving base, or the base an admin names with X-Base; 503 before any
 // base serves, 401/403 for X-Base without the admin token, 404/409 for a base

@@ -115,6 +115,22 @@ TEST_F(GatewayTest, UnknownModelRouteAndMethod) {
   EXPECT_EQ(r.status, 405);
 }
 
+// An adapter whose files are gone: any client may ask for it, so the answer
+// names the adapter and says to retry, but never shows the server's paths.
+TEST_F(GatewayTest, AnAdapterWhoseFilesVanishedIsA503WithoutItsPath) {
+  const std::string dir = make_temp_dir("lg-vanished") + "/gone";  // never created
+  ASSERT_TRUE(bases_->serving()->adapters()->add("vanished", dir).is_ok());
+  for (int attempt = 0; attempt < 2; ++attempt) {  // the load fails, then the backoff answers
+    SCOPED_TRACE(attempt);
+    ClientResponse r = post("/v1/completions", greedy("vanished", 4));
+    EXPECT_EQ(r.status, 503) << r.body;
+    EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("adapter 'vanished'"), std::string::npos) << r.body;
+    EXPECT_EQ(r.body.find(dir), std::string::npos) << r.body;
+    EXPECT_EQ(r.body.find("/tmp"), std::string::npos) << r.body;
+  }
+  ASSERT_TRUE(bases_->serving()->adapters()->remove("vanished").is_ok());
+}
+
 TEST_F(GatewayTest, HugeBodyGets413AndHugeHeaders431) {
   json body = greedy(kServed, 4);
   body["prompt"] = std::string(200u << 10, 'x');  // over the 64 KiB limit of this fixture
