@@ -66,6 +66,15 @@ inline double metric_value(const std::string& page, const std::string& name, con
   return -1;
 }
 
+// False in AddressSanitizer builds: ASan's quarantine keeps freed memory and
+// its shadow grows with use, so RSS neither drops on free nor stays flat.
+inline constexpr bool kRssIsMeaningful =
+#if defined(__SANITIZE_ADDRESS__)
+    false;
+#else
+    true;
+#endif
+
 // Resident memory of a process, in KiB (0 when it cannot be read).
 inline long rss_kib(pid_t pid) {
   std::ifstream statm("/proc/" + std::to_string(pid) + "/statm");

@@ -231,7 +231,9 @@ TEST_F(SoakTest, MixedLoadLeavesNothingBehind) {
   EXPECT_EQ(testing::metric_value(page, "loragate_queue_length"), 0);
   EXPECT_EQ(testing::metric_value(page, "loragate_kv_blocks_used"), 0);
   EXPECT_EQ(testing::metric_value(page, "loragate_adapter_slots_pinned"), 0);
-  EXPECT_LT(rss_peak - rss_warm, 16 * 1024) << "RSS grew from " << rss_warm << " to " << rss_peak << " KiB";
+  if (testing::kRssIsMeaningful) {
+    EXPECT_LT(rss_peak - rss_warm, 16 * 1024) << "RSS grew from " << rss_warm << " to " << rss_peak << " KiB";
+  }
   EXPECT_EQ(server.stop(), 0) << "SIGTERM must drain and exit 0";
 }
 
