@@ -113,6 +113,15 @@ class Reader {
   const std::string& source_;
 };
 
+#if defined(__GLIBCXX__)
+// libstdc++ matches by backtracking by default, in exponential time for nested
+// repeats (".**x"); __polynomial selects its Thompson-NFA matcher, polynomial
+// in pattern and text (it refuses back-references, which module names never need).
+constexpr std::regex::flag_type kRegexFlags = std::regex::ECMAScript | std::regex_constants::__polynomial;
+#else
+constexpr std::regex::flag_type kRegexFlags = std::regex::ECMAScript;
+#endif
+
 Result<std::shared_ptr<const std::regex>> compile(const Reader& r, const std::string& key,
                                                   const std::string& text,
                                                   const std::string& regex_text) {
@@ -123,7 +132,7 @@ Result<std::shared_ptr<const std::regex>> compile(const Reader& r, const std::st
     if (run > 9) return r.invalid(key, "has a number of more than 9 digits in regular expression '" + text + "'");
   }
   try {
-    return std::make_shared<const std::regex>(regex_text, std::regex::ECMAScript);
+    return std::make_shared<const std::regex>(regex_text, kRegexFlags);
   } catch (const std::regex_error& e) {
     return r.invalid(key, "has an invalid regular expression '" + text + "': " + e.what());
   }

@@ -297,7 +297,9 @@ TEST_F(BaseSwapTest, ForceIsRecordedFailedLoadLeavesServingAloneAndDeleteFreesMe
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     after = rss_kib();
   }
-  if (testing::kRssIsMeaningful) EXPECT_GT(before - after, 32 * 1024) << "RSS " << before << " KiB -> " << after << " KiB";
+  if (testing::kRssIsMeaningful) {
+    EXPECT_GT(before - after, 32 * 1024) << "RSS " << before << " KiB -> " << after << " KiB";
+  }
   EXPECT_TRUE(base_status(url, "online").is_null());
   EXPECT_EQ(server.stop(), 0);
 }
