@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -15,6 +16,7 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "tests/test_util.h"
 
@@ -385,20 +387,30 @@ TEST_F(EngineLoopGateTest, CandidateGetsItsShareWhileServingIsBusyAndAllWhenIdle
   ASSERT_TRUE(eventually([&] { return serving.stats().running == kSeqs && candidate.stats().running == kSeqs; }));
   const ComputeGateStats a = gate->stats();
   const auto ta = std::chrono::steady_clock::now();
-  ASSERT_TRUE(eventually([&] { return gate->stats().serving_turns >= a.serving_turns + 120; }));
-  const ComputeGateStats b = gate->stats();
+  // The share over three windows of 80 serving turns; their median is judged,
+  // so one window disturbed by another process on a shared machine cannot
+  // fail the test alone.
+  std::vector<double> shares;
+  ComputeGateStats from = a;
+  for (int w = 0; w < 3; ++w) {
+    ASSERT_TRUE(eventually([&] { return gate->stats().serving_turns >= from.serving_turns + 80; }));
+    const ComputeGateStats to = gate->stats();
+    // The share is of contested compute time (steps differ in length: context grows).
+    const double candidate_ns = double(to.contested_candidate_ns - from.contested_candidate_ns);
+    shares.push_back(candidate_ns / (candidate_ns + double(to.contested_serving_ns - from.contested_serving_ns)));
+    from = to;
+  }
+  const ComputeGateStats b = from;
   const double t_ab = seconds_since(ta);
   EXPECT_EQ(serving.stats().running, size_t{kSeqs}) << "serving ran out of work during phase 1";
   const int64_t grants_ab = (b.serving_turns + b.candidate_turns) - (a.serving_turns + a.candidate_turns);
   const int64_t candidate_ab = b.candidate_turns - a.candidate_turns;
   EXPECT_GE(b.contested_grants - a.contested_grants, grants_ab - 1) << "both loops had work: every grant contested";
-  // The share is of contested compute time (steps differ in length: context grows).
-  const double contested_ab = double((b.contested_candidate_ns - a.contested_candidate_ns) +
-                                     (b.contested_serving_ns - a.contested_serving_ns));
-  const double share = double(b.contested_candidate_ns - a.contested_candidate_ns) / contested_ab;
+  std::sort(shares.begin(), shares.end());
   // The policy balances time since the gate began, and a descheduled step on a
-  // loaded machine counts as held: over this window the share is near, not at, 0.25.
-  EXPECT_NEAR(share, 0.25, 0.12) << "time share " << share << "; " << candidate_ab << " of " << grants_ab << " turns";
+  // loaded machine counts as held: over a window the share is near, not at, 0.25.
+  EXPECT_NEAR(shares[1], 0.25, 0.12) << "time shares " << shares[0] << ", " << shares[1] << ", " << shares[2]
+                                     << "; " << candidate_ab << " of " << grants_ab << " turns";
 
   // Phase 2: serving has finished; the candidate gets every turn.
   for (auto& sink : serving_sinks) EXPECT_EQ(sink.wait().output_ids.size(), size_t{kServingTokens});
