@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 
@@ -113,6 +114,24 @@ TEST(PeftConfigTest, AllLinearAndPlainStringTargets) {
   c = parse(j);
   ASSERT_TRUE(c.is_ok()) << c.status().to_string();
   EXPECT_EQ(targets_of(*c, 2), "0.up_proj 1.up_proj");
+}
+
+// Found by the peft_config fuzz target: a nested repeat took > 10 s per
+// module with a backtracking matcher, and a huge back-reference number
+// overflowed inside the regex compiler.
+TEST(PeftConfigTest, HostileRegexTargetsNeitherHangNorOverflow) {
+  json j = base_json();
+  j["target_modules"] = R"(.**\.(q|k)_proj)";
+  const auto t0 = std::chrono::steady_clock::now();
+  auto c = parse(j);
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  (void)targets_of(*c);  // match every module path
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(seconds, 2.0) << "a nested repeat must not backtrack exponentially";
+  j["target_modules"] = R"(\88888888888888888888888)";
+  c = parse(j);
+  ASSERT_FALSE(c.is_ok());
+  EXPECT_NE(c.status().message().find("more than 9 digits"), std::string::npos) << c.status().to_string();
 }
 
 TEST(PeftConfigTest, RegexTargetMustFullyMatchTheModulePath) {

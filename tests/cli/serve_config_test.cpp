@@ -47,6 +47,15 @@ bases: {roots: [/models/candidates]}
   EXPECT_NE(r.status().message().find("engine.candidate_share"), std::string::npos) << r.status().message();
 }
 
+// Found by the serve_config fuzz target: a key that is itself a map threw
+// out of the parser and killed `loragate serve --config`.
+TEST(ServeConfigTest, CollectionKeysAreAnErrorNotACrash) {
+  for (const char* bad : {"? {max_loras: 4}\n: 1\n", "engine:\n  ? [a, b]\n  : 1\n", "scenarios:\n  ? {x: 1}\n  : a\n"}) {
+    auto r = ServeConfig::parse(bad, "bad.yaml");
+    EXPECT_FALSE(r.is_ok()) << bad;
+  }
+}
+
 TEST(ServeConfigTest, ReadsEverySection) {
   auto c = ServeConfig::parse(R"(
 server: {host: 0.0.0.0, port: 9001, read_timeout_ms: 250}
