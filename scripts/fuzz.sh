@@ -32,18 +32,7 @@ start=$SECONDS
 step() { echo "fuzz: $* ($((SECONDS - start)) s elapsed)"; }
 
 # --- packages: the project's, then clang with libFuzzer's runtime and lld.
-bash scripts/setup.sh
-missing=()
-for p in clang libclang-rt-14-dev lld; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "fuzz: installing ${missing[*]}"
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+bash scripts/setup.sh clang libclang-rt-14-dev lld
 
 # --- configure (once) and build the fuzz targets only.
 if [ ! -f "$dir/CMakeCache.txt" ]; then

@@ -19,21 +19,9 @@ jobs=${LORAGATE_JOBS:-2}
 start=$SECONDS
 step() { echo "sanitize[$job]: $* ($((SECONDS - start)) s elapsed)"; }
 
-# --- packages: the project's (setup.sh) and the sanitizer runtimes of this gcc.
-bash scripts/setup.sh
-gcc_major=$(c++ -dumpversion | cut -d. -f1)
-packages=("libgcc-${gcc_major}-dev")  # libasan, libubsan, libtsan for c++
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "sanitize: installing ${missing[*]}"
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+# --- packages: the project's and the sanitizer runtimes (libasan, libubsan,
+# libtsan) of this gcc.
+bash scripts/setup.sh "libgcc-$(c++ -dumpversion | cut -d. -f1)-dev"
 
 # --- configure (once) and build.
 if [ ! -f "$dir/CMakeCache.txt" ]; then

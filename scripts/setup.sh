@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian package loragate needs to build, test and benchmark.
-# Idempotent: packages already present are left alone, and apt is only asked
+# Installs every Debian package loragate needs to build, test and benchmark,
+# and the packages named as arguments (what a CI job adds). Idempotent: packages already present are left alone, and apt is only asked
 # when something is missing.
 set -euo pipefail
 
@@ -18,6 +18,7 @@ packages=(
   python3 python3-numpy             # the reference tool in ../shared/tools (debugging only)
   curl                              # the README's examples
   chromium                          # headless rendering of the evaluator's HTML report in its test (skipped without it)
+  "$@"                              # what a job adds (scripts/fuzz.sh: clang; scripts/sanitize.sh: runtimes)
 )
 
 missing=()

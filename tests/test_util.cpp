@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 namespace loragate::testing {
 
@@ -18,6 +19,14 @@ std::string make_temp_dir(const std::string& prefix) {
   std::string templ = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
   char* made = mkdtemp(templ.data());
   return made ? std::string(made) : std::string();
+}
+
+void flip_last_bit(const std::string& path) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(-1, std::ios::end);
+  const char last = static_cast<char>(f.get());
+  f.seekp(-1, std::ios::end);
+  f.put(static_cast<char>(last ^ 0x01));
 }
 
 }  // namespace loragate::testing

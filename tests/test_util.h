@@ -14,6 +14,9 @@ std::string shared_dir();
 bool shared_exists(const std::string& relative);
 // A fresh empty temporary directory, removed by the caller (or left for the OS).
 std::string make_temp_dir(const std::string& prefix);
+// Flips the lowest bit of a file's last byte in place: a safetensors file
+// still parses (it changes one weight), and its SHA-256 changes.
+void flip_last_bit(const std::string& path);
 
 }  // namespace loragate::testing
 

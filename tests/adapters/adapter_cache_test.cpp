@@ -108,15 +108,6 @@ TEST_F(AdapterCacheFailureTest, ADirectorySwappedForALinkAfterRegistrationIsRefu
   EXPECT_NE(s.message().find("resolves outside the adapter directory"), std::string::npos) << s.to_string();
 }
 
-// Changes one weight of an adapter in place: the file still parses, its digest does not match.
-void change_one_weight(const std::string& weights) {
-  std::fstream f(weights, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(-1, std::ios::end);
-  const char last = static_cast<char>(f.get());
-  f.seekp(-1, std::ios::end);
-  f.put(static_cast<char>(last ^ 0x01));
-}
-
 TEST_F(AdapterCacheFailureTest, WeightsChangedSinceRegistrationAreRefusedBySha256) {
   AdapterCache probe(base_, options(std::chrono::milliseconds(0)));
   ASSERT_TRUE(probe.add("tenant", dir_).is_ok());
@@ -124,7 +115,7 @@ TEST_F(AdapterCacheFailureTest, WeightsChangedSinceRegistrationAreRefusedBySha25
   const std::string registered = probe.list()[0].sha256;
   ASSERT_EQ(registered.size(), 64u);
 
-  change_one_weight(dir_ + "/adapter_model.safetensors");
+  testing::flip_last_bit(dir_ + "/adapter_model.safetensors");
   AdapterCache cache(base_, options(std::chrono::seconds(10)));  // a restart, with the registry's digest
   ASSERT_TRUE(cache.add("tenant", dir_, registered).is_ok());
   AdapterCache::AcquireResult got = acquire_after_load(cache, "tenant");
@@ -147,7 +138,7 @@ TEST_F(AdapterCacheFailureTest, TheFirstLoadFixesTheIdentityForLaterReloads) {
   ASSERT_TRUE(cache.load_now("other").is_ok());
   ASSERT_EQ(cache.stats().host_evictions, 1) << "tenant left host memory";
 
-  change_one_weight(dir_ + "/adapter_model.safetensors");
+  testing::flip_last_bit(dir_ + "/adapter_model.safetensors");
   const Status reload = cache.load_now("tenant");
   ASSERT_FALSE(reload.is_ok());
   EXPECT_EQ(reload.code(), StatusCode::kCorrupt);

@@ -166,15 +166,6 @@ TEST_F(FaultTest, RegistryOnAFullDiskRefusesWritesAndServingGoesOn) {
   umount2(mnt.c_str(), MNT_DETACH);
 }
 
-// Flips one bit of the last weight: the file still parses, its SHA-256 changes.
-void flip_last_bit(const std::string& path) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(-1, std::ios::end);
-  const char last = static_cast<char>(f.get());
-  f.seekp(-1, std::ios::end);
-  f.put(static_cast<char>(last ^ 0x01));
-}
-
 // An adapter's weights changed on disk after registration: a request already
 // streaming with it finishes untouched; after a restart the reload is refused
 // by SHA-256 with a clear error (503 naming the adapter to clients, the digests
@@ -194,7 +185,7 @@ TEST_F(FaultTest, ChangedAdapterFilesAreRefusedOnReloadAndInFlightRequestsFinish
     int events = 0;
     bool done = false;
     auto streamed = c->stream("POST", "/v1/completions", body.dump(), {}, [&](const client::SseEvent& e) {
-      if (++events == 2) flip_last_bit(weights);  // mid-stream
+      if (++events == 2) testing::flip_last_bit(weights);  // mid-stream
       if (e.data == "[DONE]") done = true;
       return true;
     });
@@ -216,7 +207,7 @@ TEST_F(FaultTest, ChangedAdapterFilesAreRefusedOnReloadAndInFlightRequestsFinish
   EXPECT_EQ(serve_call(url, "POST", "/v1/completions", completion("stories", 4), false).status, 200)
       << "the base and other adapters serve on";
 
-  flip_last_bit(weights);  // the registered bytes again
+  testing::flip_last_bit(weights);  // the registered bytes again
   int status = 0;
   for (int i = 0; i < 40 && status != 200; ++i) {  // past the retry backoff
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
