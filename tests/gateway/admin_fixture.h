@@ -28,6 +28,11 @@ namespace loragate::testing {
 
 inline constexpr const char* kAdminToken = "test-admin-token";
 
+using Clock = std::chrono::steady_clock;
+inline double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
 class AdminGatewayTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -15,11 +15,6 @@ namespace loragate::testing {
 namespace {
 
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
 
 // Serves adapters of rank up to 1024, so that one can be tens of megabytes.
 class LargeAdapterTest : public AdminGatewayTest {

@@ -17,11 +17,6 @@ namespace loragate::testing {
 namespace {
 
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
 
 // About `bytes` of story text.
 std::string story_text(size_t bytes) {

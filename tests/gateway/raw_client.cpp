@@ -41,27 +41,19 @@ bool RawClient::send_all(const std::string& bytes) {
 }
 
 std::string RawClient::read_until(const std::string& marker, std::chrono::milliseconds timeout) {
-  std::string data;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (fd_ >= 0 && (marker.empty() || data.find(marker) == std::string::npos)) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) break;
-    pollfd pfd{fd_, POLLIN, 0};
-    if (::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) continue;
-    char buf[4096];
-    const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    data.append(buf, static_cast<size_t>(n));
-  }
-  return data;
+  bool closed = false;
+  return read(marker, timeout, &closed);
 }
 
 std::string RawClient::read_until_closed(std::chrono::milliseconds timeout, bool* closed) {
+  return read("", timeout, closed);
+}
+
+std::string RawClient::read(const std::string& marker, std::chrono::milliseconds timeout, bool* closed) {
   std::string data;
   *closed = false;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (fd_ >= 0) {
+  while (fd_ >= 0 && (marker.empty() || data.find(marker) == std::string::npos)) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
     pollfd pfd{fd_, POLLIN, 0};

@@ -35,6 +35,8 @@ class RawClient {
   void close();
 
  private:
+  // Reads until `marker` is in what was read ("" = until the server closes) or `timeout`.
+  std::string read(const std::string& marker, std::chrono::milliseconds timeout, bool* closed);
   int fd_ = -1;
 };
 
