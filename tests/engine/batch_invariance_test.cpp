@@ -58,7 +58,12 @@ std::unique_ptr<Engine> make_engine(EngineOptions o) {
   auto e = Engine::load(fixture().model_dir, o);
   EXPECT_TRUE(e.is_ok()) << e.status().to_string();
   for (size_t i = 0; i < fixture().adapter_dirs.size(); ++i) {
-    EXPECT_TRUE((*e)->adapters()->add("adapter" + std::to_string(i), fixture().adapter_dirs[i]).is_ok());
+    const std::string name = "adapter" + std::to_string(i);
+    EXPECT_TRUE((*e)->adapters()->add(name, fixture().adapter_dirs[i]).is_ok());
+    // Loaded now, not on the loader thread: which requests share a step must
+    // not depend on how fast the disk is (under ASan, slow loads once kept
+    // the batch too small to ever preempt).
+    EXPECT_TRUE((*e)->adapters()->load_now(name).is_ok());
   }
   return std::move(e).value();
 }

@@ -42,6 +42,10 @@ class GoldenLoraTest : public ::testing::Test {
     for (const char* name : {"a", "b", "c"}) {
       Status s = (*engine)->adapters()->add(name, testing::shared_dir() + "/models/stories260K-lora/" + name);
       EXPECT_TRUE(s.is_ok()) << s.to_string();
+      // Loaded up front, so preemption and slot rotation do not hang on
+      // how fast the loader thread happens to be.
+      s = (*engine)->adapters()->load_now(name);
+      EXPECT_TRUE(s.is_ok()) << s.to_string();
     }
     return std::move(engine).value();
   }
