@@ -11,6 +11,7 @@
 
 #include "bench/bench_util.h"
 #include "bench/roofline.h"
+#include "kernels/cpu/isa.h"
 #include "engine/engine.h"
 
 namespace loragate::bench {
@@ -78,7 +79,7 @@ Status run_decode_bench(const DecodeBenchOptions& o) {
   if (o.threads > 0) omp_set_num_threads(o.threads);
   const int threads = omp_get_max_threads();
   std::printf("loragate decode benchmark: model %s, prompt %d, %d decode steps, %d reps, %d threads, matmul %s\n",
-              o.model_dir.c_str(), o.prompt_len, o.decode_steps, o.reps, threads, cpu::matmul_isa());
+              o.model_dir.c_str(), o.prompt_len, o.decode_steps, o.reps, threads, cpu::isa_name(cpu::best_isa()));
 
   std::vector<std::unique_ptr<Engine>> engines;
   for (const std::string& d : o.dtypes) {

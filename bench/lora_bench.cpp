@@ -13,6 +13,7 @@
 #include "adapters/synth_adapter.h"
 #include "bench/bench_util.h"
 #include "bench/roofline.h"
+#include "kernels/cpu/isa.h"
 #include "engine/engine_loop.h"
 
 namespace loragate::bench {
@@ -97,7 +98,7 @@ Status run_lora_bench(const LoraBenchOptions& o) {
   std::printf("loragate multi-LoRA benchmark: %s weights, %d concurrent requests (prompt %d, %d new tokens), "
               "%d rank-%d adapters on all 7 projections, %d reps, matmul %s\n",
               o.dtype.c_str(), o.requests, o.prompt_len, o.new_tokens, o.num_adapters, o.rank, o.reps,
-              cpu::matmul_isa());
+              cpu::isa_name(cpu::best_isa()));
 
   // Load times: disk -> host (parse + validate + convert), host -> slot (copy into the preallocated buffers).
   std::vector<double> disk_ms, slot_ms;

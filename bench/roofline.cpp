@@ -15,6 +15,8 @@
 #include <new>
 #include <vector>
 
+#include "kernels/cpu/isa.h"
+
 namespace loragate::bench {
 namespace {
 
@@ -79,10 +81,9 @@ double measure_triad_gbps(int threads, int reps) {
     madvise(p, bytes, MADV_HUGEPAGE);
     return std::unique_ptr<float, AlignedFree>(static_cast<float*>(p));
   };
-  __builtin_cpu_init();
-  auto* triad = __builtin_cpu_supports("avx512f")                                        ? &triad_avx512
-                : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? &triad_avx2
-                                                                                        : &triad_sse;
+  // The kernels' ISA (LORAGATE_ISA may force a lower one): the roof is what that path can reach.
+  const cpu::Isa isa = cpu::best_isa();
+  auto* triad = isa == cpu::Isa::kAvx512 ? &triad_avx512 : isa == cpu::Isa::kAvx2 ? &triad_avx2 : &triad_sse;
   auto a = alloc(), b = alloc(), c = alloc();
   float *pa = a.get(), *pb = b.get(), *pc = c.get();
   std::vector<double> times;
@@ -165,8 +166,8 @@ float fma_loop_sse(int64_t iters, float seed) {
 double measure_peak_fma_gflops(int threads, int reps) {
   threads = std::max(threads, 1);
   reps = std::max(reps, 1);
-  __builtin_cpu_init();
-  const int lanes = __builtin_cpu_supports("avx512f") ? 16 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 8 : 4;
+  const cpu::Isa isa = cpu::best_isa();  // as for the triad
+  const int lanes = isa == cpu::Isa::kAvx512 ? 16 : isa == cpu::Isa::kAvx2 ? 8 : 4;
   const int64_t iters = int64_t{1} << 22;  // ~50M FMA instructions per thread per rep (tens of ms)
   std::vector<double> times;
   std::vector<float> sink(static_cast<size_t>(threads));  // keeps the loops' results alive

@@ -4,6 +4,8 @@
 #include <random>
 #include <thread>
 
+#include "kernels/cpu/isa.h"
+
 namespace loragate {
 namespace {
 
@@ -57,6 +59,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& model_dir, const
   if (options.max_logits_rows <= 0) return Status::invalid_argument("max_logits_rows must be > 0");
   if (options.max_loras < 0) return Status::invalid_argument("max_loras must be >= 0");
   if (options.max_loras > 0 && options.max_lora_rank <= 0) return Status::invalid_argument("max_lora_rank must be > 0");
+  LG_RETURN_IF_ERROR(cpu::isa_from_env().status());  // a mistyped LORAGATE_ISA is an error, not a silent fallback
   std::unique_ptr<Tokenizer> tokenizer;
   if (std::filesystem::exists(std::filesystem::path(model_dir) / "tokenizer.json")) {
     LG_ASSIGN_OR_RETURN(tokenizer, Tokenizer::load(model_dir));

@@ -16,27 +16,6 @@
 namespace loragate::cpu {
 namespace detail {
 
-Isa best_isa() {
-  static const Isa isa = [] {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma"))
-      return Isa::kAvx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::kAvx2;
-    return Isa::kScalar;
-  }();
-  return isa;
-}
-
-const char* isa_name(Isa isa) {
-  switch (isa) {
-    case Isa::kAvx512: return "avx512";
-    case Isa::kAvx2: return "avx2";
-    case Isa::kScalar: return "scalar";
-  }
-  return "?";
-}
-
 int max_mr(Isa isa) { return isa == Isa::kAvx2 ? 3 : kMaxMR; }
 
 namespace {
@@ -114,9 +93,7 @@ void matmul_with(Isa isa, int threads, const float* x, int64_t m, int64_t ldx, c
 }  // namespace detail
 
 void matmul(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, float* y, int64_t ldy) {
-  detail::matmul_with(detail::best_isa(), 0, x, m, ldx, w, y, ldy);
+  detail::matmul_with(best_isa(), 0, x, m, ldx, w, y, ldy);
 }
-
-const char* matmul_isa() { return detail::isa_name(detail::best_isa()); }
 
 }  // namespace loragate::cpu

@@ -50,7 +50,4 @@ class PackedMatrix {
 // Overwrites y. x and y must not alias.
 void matmul(const float* x, int64_t m, int64_t ldx, const PackedMatrix& w, float* y, int64_t ldy);
 
-// Which instruction set the kernels dispatched to on this machine ("avx512", "avx2", "scalar").
-const char* matmul_isa();
-
 }  // namespace loragate::cpu

@@ -14,9 +14,12 @@
 
 #include <cstdint>
 
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/matmul.h"
 
 namespace loragate::cpu::detail {
+
+using cpu::Isa;
 
 inline constexpr int64_t kNR = 32;      // output rows per panel
 inline constexpr int kMaxMR = 14;       // tallest M tile (2 * 14 accumulators + operands fit 32 zmm)
@@ -25,12 +28,6 @@ inline int64_t num_panels(int64_t n) { return (n + kNR - 1) / kNR; }
 
 // Position of panel row j (0..31) inside a k-slice of BF16 storage (see above).
 inline int64_t bf16_slot(int64_t j) { return j < 16 ? 2 * j : 2 * (j - 16) + 1; }
-
-enum class Isa { kScalar, kAvx2, kAvx512 };
-
-// The best ISA this CPU supports (checked once).
-Isa best_isa();
-const char* isa_name(Isa isa);
 
 // Same contract as cpu::matmul, but on the given ISA (which the CPU must
 // support) and with `threads` OpenMP threads (0 = the OpenMP default).
