@@ -16,7 +16,7 @@
 namespace loragate::cpu {
 namespace detail {
 
-int max_mr(Isa isa) { return isa == Isa::kAvx2 ? 3 : kMaxMR; }
+int max_mr(Isa isa) { return isa == Isa::kAvx2 ? 6 : kMaxMR; }
 
 namespace {
 
