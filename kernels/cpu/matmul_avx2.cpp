@@ -3,9 +3,9 @@
 // 8-lane vectors and only sixteen ymm registers.
 //
 // Two shapes, both one FMA per k per output, k in order:
-//  - Few rows (M = 1..3, decode): the tile spans whole 32-column panels
+//  - Few rows (M = 1..3; bf16 1..2, decode): the tile spans whole 32-column panels
 //    (4 ymm per row; one row streams 2 panels for 8 chains). Bandwidth bound.
-//  - Tiles of 4..6 rows (prefill, batched decode): the register-blocked GEMM
+//  - Tiles of 4..6 rows (bf16 3..6; prefill, batched decode): the register-blocked GEMM
 //    micro-kernel, MR x 16 over half a panel: 2 * MR accumulators, 2 weight
 //    vectors and a broadcast fill 15 of the 16 registers, and each k costs
 //    one or two weight loads and MR broadcasts for 2 * MR FMAs, so the FMA
@@ -25,7 +25,11 @@ namespace loragate::cpu::detail {
 namespace {
 
 constexpr int64_t kPrefetchBytes = 1024;
-constexpr int kMinGemmRows = 4;  // tiles this tall use the half-panel micro-kernel
+// Tiles this tall use the half-panel micro-kernel. Three bf16 rows over a
+// whole panel need 12 accumulators + 4 weights + the widening mask + a
+// broadcast, one register too many: measured 45% of the FMA peak against 67%
+// on half panels; three f32 rows fit and run at 84% (54% on half panels).
+constexpr int min_gemm_rows(bool bf16) { return bf16 ? 3 : 4; }
 
 // Stores the first `valid` (0..8) lanes of v at y.
 LG_AVX2 inline void store_lanes(float* y, __m256 v, int64_t valid) {
@@ -64,8 +68,11 @@ LG_AVX2 void kernel_rows(const float* xp, const uint8_t* w, int64_t panel_bytes,
                          int64_t ldy, int64_t n_valid) {
   constexpr int64_t kStep = BF16 ? 64 : 128;
   __m256 acc[MR][NP][4];
+#pragma GCC unroll 4
   for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 2
     for (int p = 0; p < NP; ++p)
+#pragma GCC unroll 4
       for (int q = 0; q < 4; ++q) acc[r][p][q] = _mm256_setzero_ps();
   for (int64_t i = 0; i < k; ++i) {
 #pragma GCC unroll 2
@@ -85,9 +92,12 @@ LG_AVX2 void kernel_rows(const float* xp, const uint8_t* w, int64_t panel_bytes,
     xp += MR;
     w += kStep;
   }
+#pragma GCC unroll 2
   for (int p = 0; p < NP; ++p) {
     const int64_t valid = n_valid - p * kNR;
+#pragma GCC unroll 4
     for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
       for (int q = 0; q < 4; ++q) store_lanes(y + r * ldy + p * kNR + 8 * q, acc[r][p][q], clamp8(valid - 8 * q));
     }
   }
@@ -136,6 +146,9 @@ LG_AVX2 void kernel_half(const float* xp, const uint8_t* w, int h, int64_t k, fl
   }
   // Output columns of the two accumulators within the panel.
   const int64_t c0 = BF16 ? 8 * h : 16 * h, c1 = BF16 ? 16 + 8 * h : 16 * h + 8;
+  // Unrolled so every accumulator index is a constant: a loop over r would
+  // make GCC keep the arrays in memory and store them on every k.
+#pragma GCC unroll 6
   for (int r = 0; r < MR; ++r) {
     store_lanes(y + r * ldy + c0, acc0[r], clamp8(n_valid - c0));
     store_lanes(y + r * ldy + c1, acc1[r], clamp8(n_valid - c1));
@@ -145,7 +158,7 @@ LG_AVX2 void kernel_half(const float* xp, const uint8_t* w, int h, int64_t k, fl
 template <bool BF16>
 void run_half(const Tile& tile, const uint8_t* wp, int h, int64_t k, float* yp, int64_t ldy, int64_t nv,
               NextPanel next) {
-  switch (tile.mr) {  // 1..3 only for the short tile of M = 7 (3 + 4)
+  switch (tile.mr) {  // 1..3: the short tile of M = 7 (3 + 4), and bf16 M = 3
     case 1: kernel_half<1, BF16>(tile.xp, wp, h, k, yp, ldy, nv, next); break;
     case 2: kernel_half<2, BF16>(tile.xp, wp, h, k, yp, ldy, nv, next); break;
     case 3: kernel_half<3, BF16>(tile.xp, wp, h, k, yp, ldy, nv, next); break;
@@ -161,7 +174,7 @@ void run(const Tile* tiles, int ntiles, int64_t ldy, const PackedMatrix& w, int6
   const int64_t panel_bytes = k * kNR * (BF16 ? 2 : 4);
   const auto* base = static_cast<const uint8_t*>(w.data());
 
-  if (ntiles > 1 || tiles[0].mr >= kMinGemmRows) {
+  if (ntiles > 1 || tiles[0].mr >= min_gemm_rows(BF16)) {
     // GEMM: every tile and both halves pass over panel p; each pass pulls its
     // share of panel p + 1 into L2, so the next tile 0 finds it there.
     const int64_t passes = 2 * ntiles;
