@@ -2,8 +2,9 @@
 // reading K/V from a block-paged cache.
 //
 // Every query is computed the same way whatever else is in the batch (the
-// dot products and the weighted sum run in a fixed order), so batched
-// results equal one-at-a-time results bit for bit on a given machine.
+// dot products, the softmax and the weighted sum run in a fixed order), so
+// batched results equal one-at-a-time results bit for bit, and every ISA
+// follows that order (lane_kernels.h), so they are the same on every CPU.
 #pragma once
 
 #include <cstdint>
