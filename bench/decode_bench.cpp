@@ -1,6 +1,5 @@
 #include "bench/decode_bench.h"
 
-#include <omp.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include "bench/bench_util.h"
 #include "bench/roofline.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/thread_pool.h"
 #include "engine/engine.h"
 
 namespace loragate::bench {
@@ -76,8 +76,8 @@ ModelCost model_cost(const Engine& engine) {
 }  // namespace
 
 Status run_decode_bench(const DecodeBenchOptions& o) {
-  if (o.threads > 0) omp_set_num_threads(o.threads);
-  const int threads = omp_get_max_threads();
+  if (o.threads > 0) cpu::compute_pool().resize(o.threads);
+  const int threads = cpu::compute_pool().size();
   std::printf("loragate decode benchmark: model %s, prompt %d, %d decode steps, %d reps, %d threads, matmul %s\n",
               o.model_dir.c_str(), o.prompt_len, o.decode_steps, o.reps, threads, cpu::isa_name(cpu::best_isa()));
 

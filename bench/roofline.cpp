@@ -3,11 +3,11 @@
 #include "bench/roofline.h"
 
 #include <immintrin.h>
-#include <omp.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -16,9 +16,14 @@
 #include <vector>
 
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace loragate::bench {
 namespace {
+
+double seconds_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -87,23 +92,20 @@ double measure_triad_gbps(int threads, int reps) {
   auto a = alloc(), b = alloc(), c = alloc();
   float *pa = a.get(), *pb = b.get(), *pc = c.get();
   std::vector<double> times;
-#pragma omp parallel num_threads(threads)
-  {
+  double t0 = 0;
+  cpu::compute_pool().run(threads, [&](int thread, int count) {
     // Each thread touches (and so places) the part it will stream.
-    const size_t nt = static_cast<size_t>(omp_get_num_threads()), id = static_cast<size_t>(omp_get_thread_num());
+    const size_t nt = static_cast<size_t>(count), id = static_cast<size_t>(thread);
     const size_t lo = n / 16 * id / nt * 16, hi = n / 16 * (id + 1) / nt * 16;  // 64-byte aligned chunks
     for (size_t i = lo; i < hi; ++i) pa[i] = 0.f, pb[i] = 1.f, pc[i] = 2.f;
     for (int r = 0; r <= reps; ++r) {  // rep 0 warms up
-      double t0 = 0;
-#pragma omp barrier
-#pragma omp master
-      t0 = omp_get_wtime();
+      cpu::ThreadPool::barrier();
+      if (thread == 0) t0 = seconds_now();
       triad(pa + lo, pb + lo, pc + lo, 3.f, hi - lo);
-#pragma omp barrier
-#pragma omp master
-      if (r > 0) times.push_back(omp_get_wtime() - t0);
+      cpu::ThreadPool::barrier();
+      if (thread == 0 && r > 0) times.push_back(seconds_now() - t0);
     }
-  }
+  });
   return 3.0 * static_cast<double>(n * sizeof(float)) / median(times) * 1e-9;
 }
 
@@ -171,23 +173,22 @@ double measure_peak_fma_gflops(int threads, int reps) {
   const int64_t iters = int64_t{1} << 22;  // ~50M FMA instructions per thread per rep (tens of ms)
   std::vector<double> times;
   std::vector<float> sink(static_cast<size_t>(threads));  // keeps the loops' results alive
-#pragma omp parallel num_threads(threads)
-  {
-    const float seed = static_cast<float>(omp_get_thread_num());
+  double t0 = 0;
+  int ran = 1;  // threads the pool gave the run (it may have fewer than asked)
+  cpu::compute_pool().run(threads, [&](int thread, int count) {
+    if (thread == 0) ran = count;
+    const float seed = static_cast<float>(thread);
     for (int r = 0; r <= reps; ++r) {  // rep 0 warms up (and lifts the clock)
-      double t0 = 0;
-#pragma omp barrier
-#pragma omp master
-      t0 = omp_get_wtime();
+      cpu::ThreadPool::barrier();
+      if (thread == 0) t0 = seconds_now();
       const float v = lanes == 16 ? fma_loop_avx512(iters, seed) : lanes == 8 ? fma_loop_avx2(iters, seed) : fma_loop_sse(iters, seed);
-      sink[static_cast<size_t>(omp_get_thread_num())] += v;
-#pragma omp barrier
-#pragma omp master
-      if (r > 0) times.push_back(omp_get_wtime() - t0);
+      sink[static_cast<size_t>(thread)] += v;
+      cpu::ThreadPool::barrier();
+      if (thread == 0 && r > 0) times.push_back(seconds_now() - t0);
     }
-  }
+  });
   asm volatile("" : : "r"(sink.data()) : "memory");
-  const double flops = 2.0 * lanes * kChains * static_cast<double>(iters) * threads;
+  const double flops = 2.0 * lanes * kChains * static_cast<double>(iters) * ran;
   return flops / median(times) * 1e-9;
 }
 

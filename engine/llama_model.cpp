@@ -1,14 +1,14 @@
 #include "engine/llama_model.h"
 
-#include <omp.h>
-
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
 #include "kernels/cpu/lora.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/paged_attention.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace loragate {
 namespace {
@@ -106,20 +106,24 @@ void LlamaModel::attention(const ForwardBatch& batch, int64_t layer, KvCache& ca
     for (int64_t i = 0; i < s.num_tokens; ++i) items.emplace_back(&s, i);
     max_ctx = std::max(max_ctx, s.start_pos + s.num_tokens);
   }
-  const int threads = omp_get_max_threads();
+  cpu::ThreadPool& pool = cpu::compute_pool();
+  const int threads = pool.size();
   ensure(ws.scores, static_cast<size_t>(threads * max_ctx));
   const cpu::PagedKv kv{k_cache, v_cache, bs, c.num_key_value_heads, c.head_dim};
   const int64_t n_items = static_cast<int64_t>(items.size());
-#pragma omp parallel for schedule(dynamic, 1) if (n_items > 1)
-  for (int64_t it = 0; it < n_items; ++it) {
-    const auto [s, i] = items[it];
-    const int64_t t = s->token_begin + i;
-    const int64_t pos = s->start_pos + i;
-    const int64_t first = c.sliding_window > 0 ? std::max<int64_t>(0, pos - c.sliding_window + 1) : 0;
-    float* scratch = ws.scores.data() + static_cast<int64_t>(omp_get_thread_num()) * max_ctx;
-    cpu::paged_attention_one(ws.qkv.data() + t * qkv_width, ws.attn.data() + t * q_out, c.num_attention_heads, kv,
-                             s->block_table, first, pos, scratch);
-  }
+  // Items cost as much as their context is long: threads take them one at a time.
+  std::atomic<int64_t> next_item{0};
+  pool.run(static_cast<int>(std::clamp<int64_t>(n_items, 1, threads)), [&](int thread, int) {
+    float* scratch = ws.scores.data() + static_cast<int64_t>(thread) * max_ctx;
+    for (int64_t it; (it = next_item.fetch_add(1, std::memory_order_relaxed)) < n_items;) {
+      const auto [s, i] = items[it];
+      const int64_t t = s->token_begin + i;
+      const int64_t pos = s->start_pos + i;
+      const int64_t first = c.sliding_window > 0 ? std::max<int64_t>(0, pos - c.sliding_window + 1) : 0;
+      cpu::paged_attention_one(ws.qkv.data() + t * qkv_width, ws.attn.data() + t * q_out, c.num_attention_heads,
+                               kv, s->block_table, first, pos, scratch);
+    }
+  });
 }
 
 Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace& ws, float* logits,

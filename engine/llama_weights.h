@@ -4,6 +4,10 @@
 // q/k/v are packed as one fused [q_out + k_out + v_out, hidden] matrix and
 // gate/up as one [2 * intermediate, hidden] matrix: one pass over the
 // activations per layer instead of three or two. Immutable after load.
+//
+// Loading reads each tensor row by row from the mapped file (no whole f32
+// copies, stacked or merged) and releases the file's pages once packed, so
+// memory at its peak stays near that of the loaded weights.
 #pragma once
 
 #include <cstdint>

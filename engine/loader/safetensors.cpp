@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -313,6 +314,21 @@ const TensorView* SafetensorsFile::find(const std::string& name) const {
   return it == index_.end() ? nullptr : &tensors_[it->second];
 }
 
+void SafetensorsFile::release(const void* data, size_t nbytes) const {
+  const auto begin = reinterpret_cast<uintptr_t>(data);
+  const auto map_begin = reinterpret_cast<uintptr_t>(map_);
+  if (map_ == nullptr || begin < map_begin || nbytes > map_size_ || begin - map_begin > map_size_ - nbytes) return;
+  // Only whole pages inside the range: a page shared with a neighbouring
+  // tensor may still be needed (dropping it would be safe, only slower).
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (begin + page - 1) / page * page;
+  const uintptr_t last = (begin + nbytes) / page * page;
+  if (first >= last) return;
+  // The mapping is private and never written, so it holds no copied pages:
+  // dropping its pages loses nothing, and failure only leaves them resident.
+  ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 // ---------------------------------------------------------------------------
 // WeightStore
 
@@ -401,6 +417,10 @@ Result<const TensorView*> WeightStore::require(const std::string& name,
                                     shape_string(t->shape) + ", expected " + shape_string(shape));
   }
   return t;
+}
+
+void WeightStore::release(const void* data, size_t nbytes) const {
+  for (const auto& file : files_) file->release(data, nbytes);
 }
 
 std::vector<std::string> WeightStore::names() const {

@@ -44,6 +44,12 @@ class SafetensorsFile {
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   // The whole mapped file (header and data), e.g. to hash exactly what was parsed.
   std::string_view bytes() const { return {static_cast<const char*>(map_), map_size_}; }
+  // Drops the pages wholly inside [data, data + nbytes) from this process's
+  // resident memory; the bytes stay readable (a later read faults them in
+  // again from the file). A loader calls it on what it has converted, so
+  // that a load's peak stays near the converted weights instead of weights
+  // plus file. Ignores a range not inside this mapping. Thread-safe.
+  void release(const void* data, size_t nbytes) const;
 
  private:
   SafetensorsFile() = default;
@@ -66,6 +72,8 @@ class WeightStore {
   // expected and the actual shape, and the file.
   Result<const TensorView*> require(const std::string& name, const std::vector<int64_t>& shape) const;
   std::vector<std::string> names() const;
+  // SafetensorsFile::release on whichever file holds [data, data + nbytes).
+  void release(const void* data, size_t nbytes) const;
 
  private:
   std::string dir_;

@@ -1,10 +1,9 @@
 #include "kernels/cpu/lora.h"
 
-#include <omp.h>
-
 #include <cstddef>
 #include <vector>
 
+#include "kernels/cpu/thread_pool.h"
 #include "kernels/cpu/vec.h"
 
 namespace loragate::cpu {
@@ -31,12 +30,10 @@ void lora_add(const float* x, int64_t ldx, const LoraSegment* segments, int64_t 
   if (n == 0) return;
   const int64_t a_stride = w.max_rank * w.in, b_stride = w.max_rank * w.out;
   const bool parallel = n > 1 && n * w.max_rank * (w.in + w.out) > (1 << 16);
-#pragma omp parallel if (parallel)
-  {
+  compute_pool().run(parallel ? 0 : 1, [&](int thread, int nt) {
     thread_local std::vector<float> h;  // shrink results; grows once per thread
     if (h.size() < static_cast<size_t>(w.max_rank)) h.resize(static_cast<size_t>(w.max_rank));
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
+    for (int64_t i = n * thread / nt; i < n * (thread + 1) / nt; ++i) {
       int64_t s = 0, first = 0;  // the segment holding item i, and its first item
       while (!active(segments[s]) || i >= first + segments[s].num_tokens) {
         if (active(segments[s])) first += segments[s].num_tokens;
@@ -47,7 +44,7 @@ void lora_add(const float* x, int64_t ldx, const LoraSegment* segments, int64_t 
       lora_token(x + token * ldx, w.a + slot * a_stride, w.b_t + slot * b_stride, w.ranks[slot], w.scalings[slot],
                  w.in, w.out, y + token * ldy, h.data());
     }
-  }
+  });
 }
 
 }  // namespace loragate::cpu

@@ -1,17 +1,17 @@
-// matmul(): run-time ISA dispatch, M tiling and the OpenMP split over panels.
+// matmul(): run-time ISA dispatch, M tiling and the split over panels among
+// the compute pool's threads.
 //
 // Work split: threads take contiguous ranges of W panels (output columns) and
 // every thread runs all M tiles over its panels, so each weight byte is read
 // from memory once per call and K is never split: batch invariance holds for
 // any thread count.
-#include <omp.h>
-
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_internal.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace loragate::cpu {
 namespace detail {
@@ -62,24 +62,23 @@ void matmul_with(Isa isa, int threads, const float* x, int64_t m, int64_t ldx, c
   }
 
   const int64_t panels = num_panels(n);
-  int nthreads = threads > 0 ? threads : omp_get_max_threads();
+  ThreadPool& pool = compute_pool();
+  int nthreads = threads > 0 ? threads : pool.size();
   if (n * k < kMinParallelWeights) nthreads = 1;
   nthreads = static_cast<int>(std::min<int64_t>(nthreads, panels));
 
   const Tile* tl = tiles.data();
   float* xb = xbuf.data();
-#pragma omp parallel num_threads(nthreads) if (nthreads > 1)
-  {
+  pool.run(nthreads, [&](int thread, int nt) {
     if (m > 1) {  // (the same on every thread) a single row needs no packing, so no barrier
-#pragma omp for schedule(static)
-      for (int t = 0; t < ntiles; ++t) {
+      for (int t = ntiles * thread / nt; t < ntiles * (thread + 1) / nt; ++t) {
         const Tile& tile = tl[t];
         const int64_t r0 = row0[static_cast<size_t>(t)];
         if (tile.mr > 1) pack_x(x + r0 * ldx, ldx, tile.mr, k, xb + r0 * k);
-      }  // implicit barrier: every tile is packed before any kernel reads it
+      }
+      ThreadPool::barrier();  // every tile is packed before any kernel reads it
     }
-    const int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
-    const int64_t p0 = panels * id / nt, p1 = panels * (id + 1) / nt;
+    const int64_t p0 = panels * thread / nt, p1 = panels * (thread + 1) / nt;
     if (p0 < p1) {
       switch (isa) {
         case Isa::kAvx512: run_panels_avx512(tl, ntiles, ldy, w, p0, p1); break;
@@ -87,7 +86,7 @@ void matmul_with(Isa isa, int threads, const float* x, int64_t m, int64_t ldx, c
         case Isa::kScalar: run_panels_scalar(tl, ntiles, ldy, w, p0, p1); break;
       }
     }
-  }
+  });
 }
 
 }  // namespace detail

@@ -9,7 +9,8 @@
 // whatever M is and wherever row m sits in the batch, so a sequence's result
 // never depends on what else is batched with it.
 //
-// Threading: matmul() parallelises internally (OpenMP); a PackedMatrix is
+// Threading: matmul() parallelises internally (compute_pool(),
+// kernels/cpu/thread_pool.h) and may be called from several threads; a PackedMatrix is
 // immutable after packing and may be shared by threads.
 #pragma once
 
@@ -23,10 +24,27 @@ namespace loragate::cpu {
 
 class PackedMatrix {
  public:
+  // The rows of a matrix to pack, produced one at a time, so that a matrix
+  // stacked from several tensors (or with a LoRA merged in) never exists
+  // whole in f32. pack_rows() asks for each row once, from several threads
+  // at once (for different rows), and after each panel says that its rows
+  // are packed, so a source read from a mapped file can release them.
+  class RowSource {
+   public:
+    virtual ~RowSource() = default;
+    // Writes row `row` (cols values) as f32 into `out`.
+    virtual void read_row(int64_t row, float* out) const = 0;
+    // Rows [begin, end) are packed and will not be read again.
+    virtual void rows_packed(int64_t /*begin*/, int64_t /*end*/) const {}
+  };
+
   PackedMatrix() = default;
   // Packs a row-major [rows, cols] matrix of `src_dtype` (F32, F16 or BF16)
   // into `storage` (F32 or BF16; BF16 rounds to nearest even).
   static PackedMatrix pack(const void* src, DType src_dtype, int64_t rows, int64_t cols, DType storage);
+  // Packs the [rows, cols] matrix `source` gives, row by row, into `storage`;
+  // the same layout and values as pack() of those rows in f32.
+  static PackedMatrix pack_rows(const RowSource& source, int64_t rows, int64_t cols, DType storage);
 
   int64_t rows() const { return rows_; }  // out features (N)
   int64_t cols() const { return cols_; }  // in features (K)

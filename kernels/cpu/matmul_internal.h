@@ -30,7 +30,7 @@ inline int64_t num_panels(int64_t n) { return (n + kNR - 1) / kNR; }
 inline int64_t bf16_slot(int64_t j) { return j < 16 ? 2 * j : 2 * (j - 16) + 1; }
 
 // Same contract as cpu::matmul, but on the given ISA (which the CPU must
-// support) and with `threads` OpenMP threads (0 = the OpenMP default).
+// support) and with `threads` threads of the compute pool (0 = all of them).
 // Every ISA and thread count gives bit-identical results.
 void matmul_with(Isa isa, int threads, const float* x, int64_t m, int64_t ldx, const PackedMatrix& w,
                  float* y, int64_t ldy);

@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_internal.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace loragate::cpu {
 
@@ -33,9 +34,30 @@ void* allocate_weights(size_t bytes) {
   return mem;
 }
 
+// A row-major matrix already in memory, converted to f32 a row at a time.
+class DenseRows final : public PackedMatrix::RowSource {
+ public:
+  DenseRows(const void* src, DType dtype, int64_t cols)
+      : src_(static_cast<const uint8_t*>(src)), dtype_(dtype), cols_(cols),
+        row_bytes_(static_cast<size_t>(cols) * dtype_size(dtype)) {}
+  void read_row(int64_t row, float* out) const override {
+    convert_to_f32(dtype_, src_ + static_cast<size_t>(row) * row_bytes_, out, static_cast<size_t>(cols_));
+  }
+
+ private:
+  const uint8_t* src_;
+  DType dtype_;
+  int64_t cols_;
+  size_t row_bytes_;
+};
+
 }  // namespace
 
 PackedMatrix PackedMatrix::pack(const void* src, DType src_dtype, int64_t rows, int64_t cols, DType storage) {
+  return pack_rows(DenseRows(src, src_dtype, cols), rows, cols, storage);
+}
+
+PackedMatrix PackedMatrix::pack_rows(const RowSource& source, int64_t rows, int64_t cols, DType storage) {
   assert(rows >= 0 && cols >= 0);
   assert(storage == DType::kF32 || storage == DType::kBF16);
   PackedMatrix out;
@@ -53,21 +75,21 @@ PackedMatrix PackedMatrix::pack(const void* src, DType src_dtype, int64_t rows, 
   void* mem = allocate_weights(alloc);
   out.data_.reset(mem);
   std::memset(mem, 0, alloc);  // zero padding rows of the last panel
-  if (cols == 0) return out;
+  if (cols == 0) {
+    source.rows_packed(0, rows);
+    return out;
+  }
 
-  const size_t src_row_bytes = static_cast<size_t>(cols) * dtype_size(src_dtype);
   auto* base = static_cast<uint8_t*>(mem);
   // Panels are independent; packing a large matrix (an lm_head) is worth two threads.
-#pragma omp parallel if (rows * cols >= (int64_t{1} << 20))
-  {
+  compute_pool().run(rows * cols >= (int64_t{1} << 20) ? 0 : 1, [&](int thread, int nt) {
     std::vector<float> row(static_cast<size_t>(cols));
-#pragma omp for schedule(static)
-    for (int64_t p = 0; p < panels; ++p) {
+    for (int64_t p = panels * thread / nt; p < panels * (thread + 1) / nt; ++p) {
       uint8_t* panel = base + static_cast<size_t>(p) * panel_bytes;
-      const int64_t nrow = std::min<int64_t>(kNR, rows - p * kNR);
+      const int64_t first = p * kNR;
+      const int64_t nrow = std::min<int64_t>(kNR, rows - first);
       for (int64_t j = 0; j < nrow; ++j) {
-        const auto* s = static_cast<const uint8_t*>(src) + static_cast<size_t>(p * kNR + j) * src_row_bytes;
-        convert_to_f32(src_dtype, s, row.data(), static_cast<size_t>(cols));
+        source.read_row(first + j, row.data());
         if (bf16) {
           auto* d = reinterpret_cast<uint16_t*>(panel) + detail::bf16_slot(j);
           for (int64_t k = 0; k < cols; ++k) d[k * kNR] = f32_to_bf16(row[static_cast<size_t>(k)]);
@@ -76,8 +98,9 @@ PackedMatrix PackedMatrix::pack(const void* src, DType src_dtype, int64_t rows, 
           for (int64_t k = 0; k < cols; ++k) d[k * kNR] = row[static_cast<size_t>(k)];
         }
       }
+      source.rows_packed(first, first + nrow);
     }
-  }
+  });
   return out;
 }
 

@@ -2,7 +2,6 @@
 // invariance (bit-identical rows whatever the batch and thread count), and
 // bit-equality of the scalar, AVX2 and AVX-512 paths.
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -15,6 +14,7 @@
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_internal.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace loragate::cpu {
 namespace {
@@ -135,15 +135,17 @@ void check_batch_invariance(DType storage, int64_t n, int64_t k) {
   detail::matmul_with(best, 2, x.data(), kM, k, pm, full.data(), n);
   auto row = [&](const std::vector<float>& y, int64_t i) { return std::vector<float>(y.begin() + i * n, y.begin() + (i + 1) * n); };
 
-  for (int threads : {1, 2}) {
+  ThreadPool& pool = compute_pool();
+  const int pool_threads = pool.size();
+  for (int threads : {1, 2, 3, 5}) {
     std::vector<float> y(static_cast<size_t>(kM * n));
     detail::matmul_with(best, threads, x.data(), kM, k, pm, y.data(), n);
     ASSERT_EQ(y, full) << threads << " thread(s)";
-    omp_set_num_threads(threads);
+    pool.resize(threads);
     matmul(x.data(), kM, k, pm, y.data(), n);
-    ASSERT_EQ(y, full) << "matmul() with omp_set_num_threads(" << threads << ")";
+    ASSERT_EQ(y, full) << "matmul() on a pool of " << threads;
   }
-  omp_set_num_threads(omp_get_num_procs());
+  pool.resize(pool_threads);
 
   for (int64_t i = 0; i < kM; ++i) {
     std::vector<float> one(static_cast<size_t>(n));

@@ -4,6 +4,7 @@
 #include "engine/loader/safetensors.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -470,6 +471,50 @@ TEST_F(SafetensorsTest, RequireReportsMissingAndWrongShape) {
   EXPECT_EQ(wrong.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(wrong.status().message(), "tensor 'a' in " + path("model.safetensors") +
                                           " has shape [2,3], expected [3,2]");
+}
+
+// Resident memory of this process in KiB, from /proc/self/statm.
+long resident_kib() {
+  std::ifstream statm("/proc/self/statm");
+  long size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+TEST_F(SafetensorsTest, ReleaseDropsResidentPagesAndKeepsBytesReadable) {
+  constexpr size_t kFloats = size_t{8} << 20;  // 32 MiB
+  std::vector<float> values(kFloats);
+  for (size_t i = 0; i < kFloats; ++i) values[i] = static_cast<float>(i % 4093);
+  // A 2-byte tensor first: "big" starts off a page boundary, as tensors do.
+  ASSERT_TRUE(write_safetensors(path("model.safetensors"),
+                                {{"odd", DType::kBF16, {1}, {0x80, 0x3f}},
+                                 {"big", DType::kF32, {static_cast<int64_t>(kFloats)}, f32_bytes(values)}})
+                  .is_ok());
+  auto store = WeightStore::open_dir(dir_);
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  const TensorView* big = (*store)->find("big");
+  ASSERT_NE(big, nullptr);
+  auto matches = [&] { return std::memcmp(big->data, values.data(), big->nbytes) == 0; };
+
+  ASSERT_TRUE(matches());  // every page of "big" is resident now
+  const long touched = resident_kib();
+  (*store)->release(big->data, big->nbytes);
+  const long released = resident_kib();
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  EXPECT_GE(touched - released, 30 * 1024) << "32 MiB of file pages should have left resident memory";
+#endif
+  EXPECT_TRUE(matches()) << "released bytes read back from the file";
+
+  // Part of a tensor, a tensor smaller than a page, and memory that is not the store's
+  // (its pages would lose their contents): the bytes stay as they were.
+  (*store)->release(big->data + 4093, 3 * 4096);
+  const TensorView* odd = (*store)->find("odd");
+  (*store)->release(odd->data, odd->nbytes);
+  EXPECT_TRUE(matches());
+  EXPECT_EQ(odd->data[1], 0x3f);
+  std::vector<float> not_mapped = values;
+  (*store)->release(not_mapped.data(), not_mapped.size() * sizeof(float));
+  EXPECT_EQ(std::memcmp(not_mapped.data(), values.data(), big->nbytes), 0);
 }
 
 TEST_F(SafetensorsTest, EmptyDirIsNotFound) {
