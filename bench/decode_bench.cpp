@@ -53,7 +53,15 @@ struct Figures {
 // matmul FLOPs of one token.
 struct ModelCost {
   double weight_bytes = 0;
-  double flops_per_token = 0;
+  double flops_per_token = 0;  // every layer and the lm_head: a decoded token
+  double lm_head_flops = 0;
+
+  // Prefill computes logits for the prompt's last token only, so its tokens
+  // cost the layers alone plus one lm_head per prompt (counting the lm_head
+  // for every token once overstated prefill's share of the roof by ~1.3x).
+  double prefill_flops_per_token(int prompt_len) const {
+    return flops_per_token - lm_head_flops + lm_head_flops / prompt_len;
+  }
 };
 
 ModelCost model_cost(const Engine& engine) {
@@ -70,6 +78,7 @@ ModelCost model_cost(const Engine& engine) {
     add(l.down);
   }
   add(w.lm_head());
+  cost.lm_head_flops = 2.0 * static_cast<double>(w.lm_head().rows()) * static_cast<double>(w.lm_head().cols());
   return cost;
 }
 
@@ -121,7 +130,7 @@ Status run_decode_bench(const DecodeBenchOptions& o) {
     const ModelCost cost = model_cost(*engines[i]);
     const std::string& d = o.dtypes[i];
     const double pre = median(figures[i].prefill_tps);
-    const double pre_roof = peak * 1e9 / cost.flops_per_token;
+    const double pre_roof = peak * 1e9 / cost.prefill_flops_per_token(o.prompt_len);
     std::printf("%-5s %-14s %12.1f %14.1f %14s %9.1f%%\n", d.c_str(), ("prefill " + std::to_string(o.prompt_len)).c_str(),
                 pre, pre_roof, "compute", 100.0 * pre / pre_roof);
     for (int b : o.batches) {
@@ -135,9 +144,10 @@ Status run_decode_bench(const DecodeBenchOptions& o) {
                   d.c_str(), ("decode b=" + std::to_string(b)).c_str(), tps, roof, memory_bound ? "bandwidth" : "compute",
                   100.0 * tps / roof, bw_roof, 100.0 * tps / bw_roof, fl_roof, 100.0 * tps / fl_roof);
     }
-    std::printf("%-5s weights %.1f MiB, KV cache %.1f MiB, %.2f GFLOP per token\n", d.c_str(),
-                engines[i]->model().weights().bytes() / 1048576.0, engines[i]->kv_cache_bytes() / 1048576.0,
-                cost.flops_per_token / 1e9);
+    std::printf("%-5s weights %.1f MiB, KV cache %.1f MiB, %.3f GFLOP per decoded token, %.3f per prompt token\n",
+                d.c_str(), engines[i]->model().weights().bytes() / 1048576.0,
+                engines[i]->kv_cache_bytes() / 1048576.0, cost.flops_per_token / 1e9,
+                cost.prefill_flops_per_token(o.prompt_len) / 1e9);
   }
   return Status::ok();
 }

@@ -3,7 +3,10 @@
 #include <string>
 
 #include "bench/decode_bench.h"
+#include "bench/load_bench.h"
 #include "bench/lora_bench.h"
+#include "bench/matmul_bench.h"
+#include "bench/serve_gap_bench.h"
 #include "cli/commands.h"
 
 namespace loragate::cli {
@@ -26,6 +29,31 @@ void add_bench_command(CLI::App& app) {
   decode->add_option("--threads", o->threads, "Threads (0 = all cores)");
   decode->callback([o] {
     Status s = bench::run_decode_bench(*o);
+    if (!s.is_ok()) throw CLI::RuntimeError(fail(s.to_string()));
+  });
+
+  auto ld = std::make_shared<bench::LoadBenchOptions>();
+  CLI::App* load = bench->add_subcommand("load", "Peak and steady resident memory of loading a model, per storage");
+  load->add_option("--model", ld->model_dir, "Model directory (e.g. from synth-model --preset 1b)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  load->add_option("--dtypes", ld->dtypes, "Weight storages, each loaded in its own child process")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"f32", "bf16"}));
+  load->callback([ld] {
+    Status s = bench::run_load_bench(*ld);
+    if (!s.is_ok()) throw CLI::RuntimeError(fail(s.to_string()));
+  });
+
+  auto mm = std::make_shared<bench::MatmulBenchOptions>();
+  CLI::App* matmul = bench->add_subcommand("matmul", "Weight-matmul kernels: GFLOP/s against the FMA peak of their ISA");
+  matmul->add_option("--m", mm->rows, "Rows of x (batch tokens)")->delimiter(',');
+  matmul->add_option("--n", mm->out, "Output features")->check(CLI::PositiveNumber);
+  matmul->add_option("--k", mm->in, "Input features")->check(CLI::PositiveNumber);
+  matmul->add_option("--dtypes", mm->dtypes, "Weight storages")->delimiter(',')->check(CLI::IsMember({"f32", "bf16"}));
+  matmul->add_option("--reps", mm->reps, "Repetitions (medians reported)")->check(CLI::PositiveNumber);
+  matmul->callback([mm] {
+    Status s = bench::run_matmul_bench(*mm);
     if (!s.is_ok()) throw CLI::RuntimeError(fail(s.to_string()));
   });
 
@@ -64,6 +92,27 @@ void add_bench_command(CLI::App& app) {
   zipf->add_option("--host-budget-mib", z->host_budget_mib, "Host tier budget")->check(CLI::PositiveNumber);
   zipf->callback([z] {
     Status s = bench::run_zipf_bench(*z);
+    if (!s.is_ok()) throw CLI::RuntimeError(fail(s.to_string()));
+  });
+
+  auto g = std::make_shared<bench::ServeGapOptions>();
+  CLI::App* gap =
+      bench->add_subcommand("serve-gap", "One concurrent load on the engine and through loragate serve: the ratio");
+  gap->add_option("--model", g->model_dir, "Model directory (e.g. from synth-model --preset 110m)")->required();
+  gap->add_option("--dtype", g->dtype, "Weight storage: f32 or bf16")->check(CLI::IsMember({"f32", "bf16"}));
+  gap->add_option("--requests", g->requests, "Concurrent requests")->check(CLI::PositiveNumber);
+  gap->add_option("--prompt-len", g->prompt_len, "Prompt tokens")->check(CLI::PositiveNumber);
+  gap->add_option("--new-tokens", g->new_tokens, "Generated tokens per request")->check(CLI::PositiveNumber);
+  gap->add_option("--adapters", g->adapters, "Distinct rank-16 adapters, round-robin (0 = the base alone)")
+      ->check(CLI::NonNegativeNumber);
+  gap->add_option("--adapters-dir", g->adapters_dir, "Where synthetic adapters are kept (written when missing)");
+  gap->add_option("--reps", g->reps, "Repetitions, the sides interleaved (medians reported)")
+      ->check(CLI::PositiveNumber);
+  gap->add_option("--port", g->port, "The serve child's port (0 = any free one)")->check(CLI::Range(0, 65535));
+  gap->add_flag("--stream", g->stream, "The HTTP side streams its completions (SSE) instead");
+  gap->add_flag("!--no-thread-usage", g->thread_usage, "Leave out the CPU time by thread");
+  gap->callback([g] {
+    Status s = bench::run_serve_gap_bench(*g);
     if (!s.is_ok()) throw CLI::RuntimeError(fail(s.to_string()));
   });
 }

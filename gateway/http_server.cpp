@@ -1,5 +1,7 @@
 #include "gateway/http_server.h"
 
+#include <pthread.h>
+
 #include <cstdio>
 #include <future>
 
@@ -52,7 +54,12 @@ Result<uint16_t> HttpServer::start() {
   port_ = acceptor_.local_endpoint(ec).port();
   work_.emplace(ioc_.get_executor());
   net::dispatch(acceptor_.get_executor(), [this] { do_accept(); });
-  for (int i = 0; i < o.io_threads; ++i) threads_.emplace_back([this] { ioc_.run(); });
+  for (int i = 0; i < o.io_threads; ++i) {
+    threads_.emplace_back([this] {
+      pthread_setname_np(pthread_self(), "lg-io");  // for top -H and per-thread CPU accounting
+      ioc_.run();
+    });
+  }
   return port_;
 }
 

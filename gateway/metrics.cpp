@@ -158,6 +158,7 @@ void Metrics::render_bases(std::string& out) const {
   Family kv_used{"loragate_kv_blocks_used", "gauge", "KV-cache blocks in use.", {}};
   Family kv_total{"loragate_kv_blocks_total", "gauge", "KV-cache blocks in the pool.", {}};
   Family preempted{"loragate_preemptions_total", "counter", "Sequences preempted for KV blocks.", {}};
+  Family steps{"loragate_engine_steps_total", "counter", "Engine steps (one batch scheduled and run each).", {}};
   Family hits{"loragate_adapter_cache_hits_total", "counter", "Adapter acquisitions served from a slot or host memory.", {}};
   Family misses{"loragate_adapter_cache_misses_total", "counter", "Adapter acquisitions that started a disk load.", {}};
   Family loads{"loragate_adapter_loads_total", "counter", "Adapter loads from disk, by result.", {}};
@@ -175,6 +176,7 @@ void Metrics::render_bases(std::string& out) const {
     kv_used.samples.emplace_back(b, e.kv_blocks_used);
     kv_total.samples.emplace_back(b, e.kv_blocks_total);
     preempted.samples.emplace_back(b, static_cast<double>(e.preemptions));
+    steps.samples.emplace_back(b, static_cast<double>(e.steps));
     const AdapterCacheStats c = l.base->adapters()->stats();
     hits.samples.emplace_back(with("tier", "slot"), static_cast<double>(c.slot_hits));
     hits.samples.emplace_back(with("tier", "host"), static_cast<double>(c.host_hits));
@@ -188,8 +190,8 @@ void Metrics::render_bases(std::string& out) const {
     pinned.samples.emplace_back(b, c.slots_pinned);
     host.samples.emplace_back(b, static_cast<double>(c.host_bytes));
   }
-  for (const Family* f : {&queue, &running, &kv_used, &kv_total, &preempted, &hits, &misses, &loads, &load_s,
-                          &evictions, &slots, &pinned, &host}) {
+  for (const Family* f : {&queue, &running, &kv_used, &kv_total, &preempted, &steps, &hits, &misses, &loads,
+                          &load_s, &evictions, &slots, &pinned, &host}) {
     header(out, f->name, f->type, f->help);
     for (const auto& [labels, value] : f->samples) sample(out, f->name, labels, value);
   }
