@@ -37,7 +37,6 @@ step "configured $dir"
 # Suppressions (third-party and runtime false positives only) live in
 # tests/sanitizers/<tool>.supp; a tool without a file has none.
 supp() { [ -f "$PWD/tests/sanitizers/$1.supp" ] && echo ":suppressions=$PWD/tests/sanitizers/$1.supp" || true; }
-export OMP_WAIT_POLICY=passive
 if [ "$job" = asan ]; then
   cmake --build "$dir" -j "$jobs"
   step "built everything"
@@ -57,24 +56,21 @@ if [ "$job" = asan ]; then
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1$(supp ubsan)
   ctest_args=(-E "$exclude")
 else
-  # The concurrency tests: engine loop and its compute gate, the gateway, the
-  # registry under concurrent writers, the adapter cache, the base set (swap).
-  targets=(lg_engine_tests lg_gateway_tests lg_registry_tests lg_adapters_tests lg_bases_tests)
+  # The concurrency tests: the compute pool, engine loop and its compute gate,
+  # the gateway, the registry under concurrent writers, the adapter cache, the
+  # base set (swap).
+  targets=(lg_kernels_tests lg_engine_tests lg_gateway_tests lg_registry_tests lg_adapters_tests lg_bases_tests)
   cmake --build "$dir" -j "$jobs" --target "${targets[@]}"
   step "built ${targets[*]}"
   # Every suite of the gateway and bases binaries (all of them run the server
   # or the base set with its threads), and the concurrency suites of the others.
-  suites=(EngineLoopTest EngineLoopGateTest ComputeGateTest RegistryConcurrencyTest AdapterCacheTest AdapterCacheFailureTest)
+  suites=(ThreadPoolTest EngineLoopTest EngineLoopGateTest ComputeGateTest RegistryConcurrencyTest AdapterCacheTest AdapterCacheFailureTest)
   for t in lg_gateway_tests lg_bases_tests; do
     suites+=($("$dir/tests/$t" --gtest_list_tests | sed -n 's/^\([A-Za-z0-9_/]*\)\..*/\1/p'))
   done
   include="^($(IFS='|'; echo "${suites[*]}"))\\."
-  # libgomp is not built with TSan: its barriers are invisible to TSan and
-  # every parallel region reports races between its own workers. One OpenMP
-  # thread makes each region run on the calling thread (no libgomp workers);
-  # the threads under test (engine loop, gateway I/O and handlers, registry
-  # writers, base loads) are std::threads and are all still checked.
-  export OMP_NUM_THREADS=1
+  # The compute pool is our own (std::atomic and futex waits TSan sees), so
+  # every suite runs with its workers: forward passes race-checked as served.
   export TSAN_OPTIONS=halt_on_error=1:abort_on_error=1:second_deadlock_stack=1:history_size=4$(supp tsan)
   ctest_args=(-R "$include")
 fi
