@@ -373,7 +373,10 @@ TEST_F(EngineLoopGateTest, CandidateGetsItsShareWhileServingIsBusyAndAllWhenIdle
   EXPECT_TRUE(serving.serving());
   EXPECT_FALSE(candidate.serving());
 
-  constexpr int kSeqs = 4, kServingTokens = 300, kCandidateTokens = 480;
+  // Serving needs 3 windows of 80 turns after phase 1 is seen to start; on a
+  // loaded machine the test thread may see that late, so serving's work runs
+  // to nearly the context limit (512) to leave a margin of ~250 turns.
+  constexpr int kSeqs = 4, kServingTokens = 500, kCandidateTokens = 480;
   for (int i = 0; i < kSeqs; ++i) {
     candidate_sinks.emplace_back(*gate, false, 'c', log);
     ASSERT_TRUE(candidate.submit(request(candidate, kCandidateTokens, &candidate_sinks.back())).is_ok());
