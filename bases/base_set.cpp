@@ -104,7 +104,7 @@ Status BaseSet::start_serving(const BaseSpec& spec, const std::string& actor) {
     BaseModelRecord r;
     r.name = spec.name;
     r.path = spec.path;
-    r.dtype = weight_dtype_name(spec.dtype);
+    r.dtype = std::string(weight_type_name(spec.dtype));
     r.sha256 = base->sha256();
     auto existing = registry_->get_base_model(spec.name);
     const bool serves = existing.is_ok() && existing->state == BaseModelState::kServing;
@@ -201,7 +201,7 @@ void BaseSet::record_state(const Entry& e) {
   BaseModelRecord r;
   r.name = e.spec.name;
   r.path = e.spec.path;
-  r.dtype = weight_dtype_name(e.spec.dtype);
+  r.dtype = std::string(weight_type_name(e.spec.dtype));
   r.sha256 = e.base ? e.base->sha256() : "";
   r.state = registry_state(e.state);
   r.error = e.error;
@@ -427,7 +427,7 @@ std::vector<BaseStatus> BaseSet::list() const {
     BaseStatus s;
     s.name = name;
     s.path = e.spec.path;
-    s.dtype = weight_dtype_name(e.spec.dtype);
+    s.dtype = std::string(weight_type_name(e.spec.dtype));
     s.state = e.state;
     s.error = e.error;
     if (e.base) {

@@ -11,14 +11,6 @@ namespace loragate {
 
 namespace fs = std::filesystem;
 
-std::string weight_dtype_name(DType dtype) { return dtype == DType::kBF16 ? "bf16" : "f32"; }
-
-Result<DType> parse_weight_dtype_name(const std::string& name) {
-  if (name == "f32") return DType::kF32;
-  if (name == "bf16") return DType::kBF16;
-  return Status::invalid_argument("dtype must be f32 or bf16, got '" + name + "'");
-}
-
 Result<std::string> sha256_of_weights(const std::string& model_dir) {
   std::vector<fs::path> files;
   std::error_code ec;

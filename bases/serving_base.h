@@ -15,7 +15,7 @@
 #include <string>
 
 #include "chat/chat_template.h"
-#include "common/dtype.h"
+#include "common/weight_type.h"
 #include "common/status.h"
 #include "engine/compute_gate.h"
 #include "engine/engine_loop.h"
@@ -27,12 +27,10 @@ namespace loragate {
 struct BaseSpec {
   std::string name;
   std::string path;
-  DType dtype = DType::kF32;
+  WeightType dtype = WeightType::kF32;
 };
 
 // "f32" / "bf16" (the config and registry spelling), and back.
-std::string weight_dtype_name(DType dtype);
-Result<DType> parse_weight_dtype_name(const std::string& name);
 
 class ServingBase {
  public:
@@ -45,7 +43,7 @@ class ServingBase {
 
   const std::string& name() const { return spec_.name; }
   const std::string& path() const { return spec_.path; }
-  DType dtype() const { return spec_.dtype; }
+  WeightType dtype() const { return spec_.dtype; }
   const std::string& sha256() const { return sha256_; }
   // "<name>-<first 8 hex of sha256>": the OpenAI system_fingerprint of its responses.
   std::string fingerprint() const { return spec_.name + "-" + sha256_.substr(0, 8); }

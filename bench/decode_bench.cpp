@@ -93,7 +93,7 @@ Status run_decode_bench(const DecodeBenchOptions& o) {
   std::vector<std::unique_ptr<Engine>> engines;
   for (const std::string& d : o.dtypes) {
     EngineOptions eo;
-    eo.weight_dtype = d == "bf16" ? DType::kBF16 : DType::kF32;
+    LG_ASSIGN_OR_RETURN(eo.weight_dtype, parse_weight_type(d));
     const int max_batch = *std::max_element(o.batches.begin(), o.batches.end());
     eo.max_num_seqs = max_batch;
     eo.max_num_batched_tokens = static_cast<int64_t>(max_batch) * o.prompt_len;
@@ -125,14 +125,27 @@ Status run_decode_bench(const DecodeBenchOptions& o) {
               o.reps, bw, *std::min_element(triad.begin(), triad.end()), *std::max_element(triad.begin(), triad.end()),
               peak);
   std::printf("peak RSS of the process (all models loaded): %.1f MiB\n\n", ru.ru_maxrss / 1024.0);
-  std::printf("%-5s %-14s %12s %14s %14s %10s\n", "dtype", "figure", "tokens/s", "roofline t/s", "bound", "of roof");
+  // Speed-ups are against bf16 when it was measured (the storage quantised
+  // bases are judged against), else against the first dtype.
+  size_t ref = 0;
+  for (size_t i = 0; i < o.dtypes.size(); ++i) {
+    if (o.dtypes[i] == "bf16") ref = i;
+  }
+  auto vs_ref = [&](size_t i, double v, double ref_v) {
+    if (i == ref) return std::string();
+    char text[64];
+    std::snprintf(text, sizeof text, "   %.2fx %s", v / ref_v, o.dtypes[ref].c_str());
+    return std::string(text);
+  };
+  std::printf("%-13s %-14s %12s %14s %14s %10s\n", "dtype", "figure", "tokens/s", "roofline t/s", "bound", "of roof");
   for (size_t i = 0; i < engines.size(); ++i) {
     const ModelCost cost = model_cost(*engines[i]);
     const std::string& d = o.dtypes[i];
     const double pre = median(figures[i].prefill_tps);
     const double pre_roof = peak * 1e9 / cost.prefill_flops_per_token(o.prompt_len);
-    std::printf("%-5s %-14s %12.1f %14.1f %14s %9.1f%%\n", d.c_str(), ("prefill " + std::to_string(o.prompt_len)).c_str(),
-                pre, pre_roof, "compute", 100.0 * pre / pre_roof);
+    std::printf("%-13s %-14s %12.1f %14.1f %14s %9.1f%%%s\n", d.c_str(),
+                ("prefill " + std::to_string(o.prompt_len)).c_str(), pre, pre_roof, "compute", 100.0 * pre / pre_roof,
+                vs_ref(i, pre, median(figures[ref].prefill_tps)).c_str());
     for (int b : o.batches) {
       const double tps = median(figures[i].decode_tps[b]);
       // A decode step streams every weight once and does batch × flops_per_token.
@@ -140,11 +153,12 @@ Status run_decode_bench(const DecodeBenchOptions& o) {
       const double fl_roof = peak * 1e9 / cost.flops_per_token;
       const bool memory_bound = bw_roof < fl_roof;
       const double roof = std::min(bw_roof, fl_roof);
-      std::printf("%-5s %-14s %12.1f %14.1f %14s %9.1f%%   (bandwidth roof %.1f: %.1f%%, compute roof %.1f: %.1f%%)\n",
+      std::printf("%-13s %-14s %12.1f %14.1f %14s %9.1f%%   (bandwidth roof %.1f: %.1f%%, compute roof %.1f: %.1f%%)%s\n",
                   d.c_str(), ("decode b=" + std::to_string(b)).c_str(), tps, roof, memory_bound ? "bandwidth" : "compute",
-                  100.0 * tps / roof, bw_roof, 100.0 * tps / bw_roof, fl_roof, 100.0 * tps / fl_roof);
+                  100.0 * tps / roof, bw_roof, 100.0 * tps / bw_roof, fl_roof, 100.0 * tps / fl_roof,
+                  vs_ref(i, tps, median(figures[ref].decode_tps[b])).c_str());
     }
-    std::printf("%-5s weights %.1f MiB, KV cache %.1f MiB, %.3f GFLOP per decoded token, %.3f per prompt token\n",
+    std::printf("%-13s weights %.1f MiB, KV cache %.1f MiB, %.3f GFLOP per decoded token, %.3f per prompt token\n",
                 d.c_str(), engines[i]->model().weights().bytes() / 1048576.0,
                 engines[i]->kv_cache_bytes() / 1048576.0, cost.flops_per_token / 1e9,
                 cost.prefill_flops_per_token(o.prompt_len) / 1e9);

@@ -39,7 +39,7 @@ void write_all(int fd, const std::string& text) {
 
 // The child's half: loads, measures, and writes one line to `fd`:
 // "ok <before> <peak> <steady> <weight bytes> <seconds>" or "error <message>".
-[[noreturn]] void load_and_report(const std::string& model_dir, DType storage, int fd) {
+[[noreturn]] void load_and_report(const std::string& model_dir, WeightType storage, int fd) {
   const long before = proc_status_kib("VmRSS");
   const BenchClock::time_point start = BenchClock::now();
   Result<std::unique_ptr<LlamaModel>> model = LlamaModel::load(model_dir, storage);
@@ -73,10 +73,7 @@ double mib(double kib) { return kib / 1024.0; }
 }  // namespace
 
 Result<LoadMemory> measure_load(const std::string& model_dir, const std::string& storage) {
-  if (storage != "f32" && storage != "bf16") {
-    return Status::invalid_argument("weight storage must be f32 or bf16, got '" + storage + "'");
-  }
-  const DType dtype = storage == "bf16" ? DType::kBF16 : DType::kF32;
+  LG_ASSIGN_OR_RETURN(const WeightType dtype, parse_weight_type(storage));
   int fds[2];
   if (::pipe(fds) != 0) return Status::io_error(std::string("pipe failed: ") + std::strerror(errno));
   std::fflush(nullptr);  // the child must not flush the parent's buffered output a second time

@@ -42,7 +42,6 @@ Status ensure_adapters(const std::string& root, const ModelConfig& base, int n, 
   return Status::ok();
 }
 
-DType parse_dtype(const std::string& s) { return s == "f32" ? DType::kF32 : DType::kBF16; }
 
 // Decode tokens/s of `requests` (prefilled together in the first step).
 Result<double> decode_tps(Engine& engine, std::vector<GenerationRequest> requests) {
@@ -82,7 +81,7 @@ Status run_lora_bench(const LoraBenchOptions& o) {
   LG_RETURN_IF_ERROR(ensure_adapters(o.adapters_dir, base, o.num_adapters, o.rank, all, "all"));
 
   EngineOptions eo;
-  eo.weight_dtype = parse_dtype(o.dtype);
+  eo.weight_dtype = parse_weight_type(o.dtype).value();
   eo.max_num_seqs = o.requests;
   eo.max_num_batched_tokens = static_cast<int64_t>(o.requests) * o.prompt_len;
   eo.kv_num_blocks = o.requests * ((o.prompt_len + o.new_tokens) / 16 + 2);
@@ -203,7 +202,7 @@ Status run_zipf_bench(const ZipfBenchOptions& o) {
   LG_ASSIGN_OR_RETURN(ModelConfig base, ModelConfig::load(o.model_dir));
   LG_RETURN_IF_ERROR(ensure_adapters(o.adapters_dir, base, o.num_adapters, o.rank, {LoraModule::kQ, LoraModule::kV}, "qv"));
   EngineOptions eo;
-  eo.weight_dtype = parse_dtype(o.dtype);
+  eo.weight_dtype = parse_weight_type(o.dtype).value();
   eo.max_loras = o.max_loras;
   eo.max_lora_rank = o.rank;
   eo.adapter_host_bytes = o.host_budget_mib << 20;

@@ -45,8 +45,7 @@ Status run_matmul_bench(const MatmulBenchOptions& o) {
     std::vector<float> src(static_cast<size_t>(o.out * o.in));
     for (float& v : src) v = d(rng);
     for (const std::string& name : o.dtypes) {
-      if (name != "f32" && name != "bf16") return Status::invalid_argument("--dtypes: expected f32 or bf16, got '" + name + "'");
-      const DType storage = name == "f32" ? DType::kF32 : DType::kBF16;
+      LG_ASSIGN_OR_RETURN(const WeightType storage, parse_weight_type(name));
       weights.emplace_back(name, cpu::PackedMatrix::pack(src.data(), DType::kF32, o.out, o.in, storage));
     }
   }
@@ -70,13 +69,13 @@ Status run_matmul_bench(const MatmulBenchOptions& o) {
   const double peak = median(peaks), triad = median(triads);
   std::printf("machine (medians of %d, measured between the runs): triad %.1f GB/s, peak f32 FMA %.1f GFLOP/s (%s)\n\n",
               o.reps, triad, peak, cpu::isa_name(cpu::best_isa()));
-  std::printf("dtype   M      GFLOP/s   of FMA peak   weights GB/s   of triad\n");
+  std::printf("dtype           M      GFLOP/s   of FMA peak   weights GB/s   of triad\n");
   for (const auto& [name, w] : weights) {
     for (int64_t m : o.rows) {
       const double g = median(gflops[{name, m}]);
       const double seconds = 2.0 * static_cast<double>(m * o.out * o.in) / (g * 1e9);
       const double gbps = static_cast<double>(w.bytes()) / seconds * 1e-9;
-      std::printf("%-5s %4lld %12.1f %12.1f%% %14.1f %9.1f%%\n", name.c_str(), static_cast<long long>(m), g,
+      std::printf("%-13s %4lld %12.1f %12.1f%% %14.1f %9.1f%%\n", name.c_str(), static_cast<long long>(m), g,
                   100.0 * g / peak, gbps, 100.0 * gbps / triad);
     }
   }

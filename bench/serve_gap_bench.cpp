@@ -87,7 +87,7 @@ Status ensure_adapters(const ServeGapOptions& o, const ModelConfig& base) {
 // take turns by adapter). The child's config sets exactly these two keys.
 EngineOptions serve_engine_options(const ServeGapOptions& o) {
   EngineOptions eo;
-  eo.weight_dtype = o.dtype == "f32" ? DType::kF32 : DType::kBF16;
+  eo.weight_dtype = parse_weight_type(o.dtype).value();  // checked by run_serve_gap_bench
   eo.max_loras = std::max(eo.max_loras, o.adapters);
   return eo;
 }
@@ -412,7 +412,7 @@ Result<std::string> this_executable() {
 // --- checks and the report ----------------------------------------------------
 
 Status check_options(const ServeGapOptions& o) {
-  if (o.dtype != "f32" && o.dtype != "bf16") return Status::invalid_argument("--dtype must be f32 or bf16");
+  LG_RETURN_IF_ERROR(parse_weight_type(o.dtype).status());
   if (o.requests < 1 || o.prompt_len < 1 || o.new_tokens < 1 || o.reps < 1 || o.adapters < 0) {
     return Status::invalid_argument("--requests, --prompt-len, --new-tokens and --reps must be >= 1, --adapters >= 0");
   }

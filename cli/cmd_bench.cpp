@@ -8,8 +8,22 @@
 #include "bench/matmul_bench.h"
 #include "bench/serve_gap_bench.h"
 #include "cli/commands.h"
+#include "common/weight_type.h"
 
 namespace loragate::cli {
+namespace {
+
+// Accepts the weight storage names of common/weight_type.h.
+CLI::Validator weight_type_check() {
+  return CLI::Validator(
+      [](std::string& v) {
+        Result<WeightType> t = parse_weight_type(v);
+        return t.is_ok() ? std::string() : t.status().message();
+      },
+      "WEIGHT_TYPE");
+}
+
+}  // namespace
 
 void add_bench_command(CLI::App& app) {
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks that print figures");
@@ -21,7 +35,9 @@ void add_bench_command(CLI::App& app) {
   decode->add_option("--model", o->model_dir, "Model directory (e.g. from synth-model --preset 110m)")
       ->required()
       ->check(CLI::ExistingDirectory);
-  decode->add_option("--dtypes", o->dtypes, "Weight storages to compare, interleaved")->delimiter(',');
+  decode->add_option("--dtypes", o->dtypes, "Weight storages to compare, interleaved")
+      ->delimiter(',')
+      ->check(weight_type_check());
   decode->add_option("--batches", o->batches, "Decode batch sizes")->delimiter(',');
   decode->add_option("--prompt-len", o->prompt_len, "Prompt tokens")->check(CLI::PositiveNumber);
   decode->add_option("--steps", o->decode_steps, "Timed decode steps")->check(CLI::PositiveNumber);
@@ -39,7 +55,7 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::ExistingDirectory);
   load->add_option("--dtypes", ld->dtypes, "Weight storages, each loaded in its own child process")
       ->delimiter(',')
-      ->check(CLI::IsMember({"f32", "bf16"}));
+      ->check(weight_type_check());
   load->callback([ld] {
     Status s = bench::run_load_bench(*ld);
     if (!s.is_ok()) throw CLI::RuntimeError(fail(s.to_string()));
@@ -50,7 +66,7 @@ void add_bench_command(CLI::App& app) {
   matmul->add_option("--m", mm->rows, "Rows of x (batch tokens)")->delimiter(',');
   matmul->add_option("--n", mm->out, "Output features")->check(CLI::PositiveNumber);
   matmul->add_option("--k", mm->in, "Input features")->check(CLI::PositiveNumber);
-  matmul->add_option("--dtypes", mm->dtypes, "Weight storages")->delimiter(',')->check(CLI::IsMember({"f32", "bf16"}));
+  matmul->add_option("--dtypes", mm->dtypes, "Weight storages")->delimiter(',')->check(weight_type_check());
   matmul->add_option("--reps", mm->reps, "Repetitions (medians reported)")->check(CLI::PositiveNumber);
   matmul->callback([mm] {
     Status s = bench::run_matmul_bench(*mm);
@@ -62,7 +78,7 @@ void add_bench_command(CLI::App& app) {
   lora->add_option("--model", l->model_dir, "Model directory")->required()->check(CLI::ExistingDirectory);
   lora->add_option("--adapters-dir", l->adapters_dir, "Where synthetic adapters are kept (written when missing)")
       ->required();
-  lora->add_option("--dtype", l->dtype, "Weight storage: f32 or bf16")->check(CLI::IsMember({"f32", "bf16"}));
+  lora->add_option("--dtype", l->dtype, "Weight storage")->check(weight_type_check());
   lora->add_option("--num-adapters", l->num_adapters, "Registered adapters")->check(CLI::PositiveNumber);
   lora->add_option("--rank", l->rank, "Adapter rank")->check(CLI::PositiveNumber);
   lora->add_option("--requests", l->requests, "Concurrent requests")->check(CLI::PositiveNumber);
@@ -80,7 +96,7 @@ void add_bench_command(CLI::App& app) {
   CLI::App* zipf = bench->add_subcommand("lora-zipf", "Many adapters drawn with Zipf skew under Poisson arrivals");
   zipf->add_option("--model", z->model_dir, "Model directory")->required()->check(CLI::ExistingDirectory);
   zipf->add_option("--adapters-dir", z->adapters_dir, "Where synthetic adapters are kept")->required();
-  zipf->add_option("--dtype", z->dtype, "Weight storage: f32 or bf16")->check(CLI::IsMember({"f32", "bf16"}));
+  zipf->add_option("--dtype", z->dtype, "Weight storage")->check(weight_type_check());
   zipf->add_option("--num-adapters", z->num_adapters, "Registered adapters")->check(CLI::PositiveNumber);
   zipf->add_option("--rank", z->rank, "Adapter rank (q_proj, v_proj)")->check(CLI::PositiveNumber);
   zipf->add_option("--zipf", z->zipf_s, "Zipf exponent");
@@ -99,7 +115,7 @@ void add_bench_command(CLI::App& app) {
   CLI::App* gap =
       bench->add_subcommand("serve-gap", "One concurrent load on the engine and through loragate serve: the ratio");
   gap->add_option("--model", g->model_dir, "Model directory (e.g. from synth-model --preset 110m)")->required();
-  gap->add_option("--dtype", g->dtype, "Weight storage: f32 or bf16")->check(CLI::IsMember({"f32", "bf16"}));
+  gap->add_option("--dtype", g->dtype, "Weight storage")->check(weight_type_check());
   gap->add_option("--requests", g->requests, "Concurrent requests")->check(CLI::PositiveNumber);
   gap->add_option("--prompt-len", g->prompt_len, "Prompt tokens")->check(CLI::PositiveNumber);
   gap->add_option("--new-tokens", g->new_tokens, "Generated tokens per request")->check(CLI::PositiveNumber);

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "cli/dtype_flag.h"
+#include "common/weight_type.h"
 #include "engine/engine.h"
 
 namespace loragate::cli {
@@ -107,7 +107,7 @@ int run_requests_file(Engine& engine, const GenerateFlags& f) {
 int run_generate(const GenerateFlags& f) {
   if (f.prompt.has_value() == !f.requests.empty()) return fail("give exactly one of --prompt and --requests");
   EngineOptions options;
-  Result<DType> dtype = parse_weight_dtype(f.dtype);
+  Result<WeightType> dtype = parse_weight_type(f.dtype);
   if (!dtype.is_ok()) return fail(dtype.status().message());
   options.weight_dtype = *dtype;
   options.max_num_batched_tokens = f.max_batched_tokens;
@@ -166,7 +166,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--seed", flags->seed, "Random seed (>= 0)");
   cmd->add_option("--stop", flags->stop, "Stop string (repeatable)");
   cmd->add_flag("--ids", flags->ids, "Also print a JSON line of prompt and generated ids");
-  cmd->add_option("--dtype", flags->dtype, "Weight storage: f32 or bf16");
+  cmd->add_option("--dtype", flags->dtype, "Weight storage: f32, bf16, int8, int4, int4-g64, int4-asym or int4-asym-g64");
   cmd->add_option("--max-batched-tokens", flags->max_batched_tokens, "Token budget per step")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--kv-blocks", flags->kv_blocks, "KV cache blocks of 16 tokens (0 = from the memory budget)")

@@ -49,7 +49,7 @@ Result<BaseSpec> initial_base(const ServeConfig& c, Registry& registry) {
     if (b.state == BaseModelState::kServing) serving = &b;
   }
   if (!known || serving == nullptr || serving->name == configured.name) return configured;
-  LG_ASSIGN_OR_RETURN(DType dtype, parse_weight_dtype_name(serving->dtype));
+  LG_ASSIGN_OR_RETURN(WeightType dtype, parse_weight_type(serving->dtype));
   std::cerr << "loragate: base '" << serving->name << "' (" << serving->path << ") was promoted before this restart"
             << " and serves again; '" << configured.name << "' keeps its recorded state\n";
   return BaseSpec{serving->name, serving->path, dtype};
@@ -63,7 +63,7 @@ void reload_other_bases(Registry& registry, BaseSet& bases, const std::string& s
     const bool keep = b.state == BaseModelState::kCandidate || b.state == BaseModelState::kPrevious ||
                       b.state == BaseModelState::kLoading;  // a load cut short by a restart
     if (b.name == serving || !keep) continue;
-    Result<DType> dtype = parse_weight_dtype_name(b.dtype);
+    Result<WeightType> dtype = parse_weight_type(b.dtype);
     Status s = dtype.is_ok() ? bases.add(BaseSpec{b.name, b.path, *dtype},
                                          b.state == BaseModelState::kPrevious ? BaseState::kPrevious
                                                                               : BaseState::kCandidate)

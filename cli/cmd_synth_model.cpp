@@ -22,7 +22,7 @@ void add_synth_model_command(CLI::App& app) {
   cmd->add_option("--seed", flags->seed, "Random seed");
   cmd->add_option("--dtype", flags->dtype, "Tensor dtype in the file: f32 or bf16");
   cmd->callback([flags] {
-    Result<DType> dtype = parse_weight_dtype(flags->dtype);
+    Result<DType> dtype = parse_file_dtype(flags->dtype);
     if (!dtype.is_ok()) throw CLI::RuntimeError(fail(dtype.status().message()));
     SynthOptions options{flags->preset, flags->seed, *dtype};
     Status s = write_synth_model(flags->out, options);

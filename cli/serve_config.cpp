@@ -142,8 +142,9 @@ Result<ServeConfig> ServeConfig::parse(const std::string& yaml_text, const std::
   LG_RETURN_IF_ERROR(in_file(model.read("served_name", c.served_model_name)));
   std::string dtype = "f32";
   LG_RETURN_IF_ERROR(in_file(model.read("dtype", dtype)));
-  if (dtype != "f32" && dtype != "bf16") return Status::invalid_argument(source + ": model.dtype must be f32 or bf16");
-  c.engine.weight_dtype = dtype == "bf16" ? DType::kBF16 : DType::kF32;
+  Result<WeightType> storage = parse_weight_type(dtype);
+  if (!storage.is_ok()) return Status::invalid_argument(source + ": model." + storage.status().message());
+  c.engine.weight_dtype = *storage;
 
   const Section adapters(top.child("adapters"), "adapters");
   LG_RETURN_IF_ERROR(in_file(adapters.check_keys({"roots", "registry", "preload"})));

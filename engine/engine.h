@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/dtype.h"
+#include "common/weight_type.h"
 #include "common/status.h"
 #include "adapters/adapter_cache.h"
 #include "engine/block_manager.h"
@@ -32,7 +33,7 @@
 namespace loragate {
 
 struct EngineOptions {
-  DType weight_dtype = DType::kF32;          // storage of the weights: f32 or bf16
+  WeightType weight_dtype = WeightType::kF32;  // storage of the weights (common/weight_type.h)
   int32_t kv_block_size = 16;                // tokens per KV block
   int32_t kv_num_blocks = 0;                 // KV pool size in blocks; 0 = from kv_cache_bytes
   int64_t kv_cache_bytes = 256ll << 20;      // KV pool budget when kv_num_blocks is 0

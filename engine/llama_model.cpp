@@ -51,7 +51,7 @@ void ensure(std::vector<float>& v, size_t n) {
 LlamaModel::LlamaModel(ModelConfig config, std::unique_ptr<LlamaWeights> weights)
     : config_(std::move(config)), weights_(std::move(weights)), inv_freq_(rope_inv_freq(config_)) {}
 
-Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& dir, DType storage, const LoraAdapter* merge) {
+Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& dir, WeightType storage, const LoraAdapter* merge) {
   LG_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::load(dir));
   LG_ASSIGN_OR_RETURN(std::unique_ptr<WeightStore> store, WeightStore::open_dir(dir));
   LG_ASSIGN_OR_RETURN(std::unique_ptr<LlamaWeights> weights, LlamaWeights::load(*store, config, storage, merge));

@@ -33,7 +33,7 @@ class LlamaModel {
  public:
   // Loads config.json, the safetensors weights and converts them to `storage`.
   // With `merge`, that adapter is folded into the weights (see LlamaWeights::load).
-  static Result<std::unique_ptr<LlamaModel>> load(const std::string& dir, DType storage,
+  static Result<std::unique_ptr<LlamaModel>> load(const std::string& dir, WeightType storage,
                                                   const LoraAdapter* merge = nullptr);
   static Result<std::unique_ptr<LlamaModel>> from_parts(ModelConfig config, std::unique_ptr<LlamaWeights> weights);
 

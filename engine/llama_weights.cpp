@@ -94,7 +94,7 @@ class StackedRows final : public cpu::PackedMatrix::RowSource {
 };
 
 // Stacks the rows of several [rows_i, cols] tensors and packs them as one matrix.
-cpu::PackedMatrix pack_stacked(const WeightStore& store, const std::vector<Part>& parts, DType storage) {
+cpu::PackedMatrix pack_stacked(const WeightStore& store, const std::vector<Part>& parts, WeightType storage) {
   const StackedRows source(store, parts);
   cpu::PackedMatrix packed = cpu::PackedMatrix::pack_rows(source, source.rows(), source.cols(), storage);
   source.release_all();
@@ -130,10 +130,7 @@ void convert_table(const WeightStore& store, const TensorView& t, std::vector<St
 }  // namespace
 
 Result<std::unique_ptr<LlamaWeights>> LlamaWeights::load(const WeightStore& store, const ModelConfig& c,
-                                                         DType storage, const LoraAdapter* merge) {
-  if (storage != DType::kF32 && storage != DType::kBF16) {
-    return Status::invalid_argument("weight storage must be f32 or bf16, got " + std::string(dtype_name(storage)));
-  }
+                                                         WeightType storage, const LoraAdapter* merge) {
   auto w = std::unique_ptr<LlamaWeights>(new LlamaWeights());
   w->storage_ = storage;
   w->hidden_ = c.hidden_size;
@@ -141,7 +138,8 @@ Result<std::unique_ptr<LlamaWeights>> LlamaWeights::load(const WeightStore& stor
                 kv_out = c.num_key_value_heads * c.head_dim, inter = c.intermediate_size;
 
   LG_ASSIGN_OR_RETURN(const TensorView* embed, store.require("model.embed_tokens.weight", {c.vocab_size, h}));
-  if (storage == DType::kBF16) {
+  // Only gathered a row per token, so quantised bases keep the table in bf16.
+  if (storage != WeightType::kF32) {
     convert_table(store, *embed, w->embed_bf16_);
   } else {
     convert_table(store, *embed, w->embed_f32_);
@@ -185,10 +183,14 @@ Result<std::unique_ptr<LlamaWeights>> LlamaWeights::load(const WeightStore& stor
   if (head != nullptr) {
     LG_ASSIGN_OR_RETURN(head, store.require("lm_head.weight", {c.vocab_size, h}));
     w->lm_head_ = pack_stacked(store, {{head}}, storage);
+  } else if (c.tie_word_embeddings && is_quantized(storage)) {
+    // Quantised from the file's values, not the bf16 table (its pages were
+    // released and are read back a panel at a time).
+    w->lm_head_ = pack_stacked(store, {{embed}}, storage);
   } else if (c.tie_word_embeddings) {
     // From the table already converted, not the file again: bf16 storage
     // repacks its own bf16 values unchanged, as from the file's.
-    w->lm_head_ = storage == DType::kBF16
+    w->lm_head_ = storage == WeightType::kBF16
                       ? cpu::PackedMatrix::pack(w->embed_bf16_.data(), DType::kBF16, c.vocab_size, h, storage)
                       : cpu::PackedMatrix::pack(w->embed_f32_.data(), DType::kF32, c.vocab_size, h, storage);
   } else {
@@ -199,7 +201,7 @@ Result<std::unique_ptr<LlamaWeights>> LlamaWeights::load(const WeightStore& stor
 
 void LlamaWeights::embed(int32_t token, float* out) const {
   const size_t offset = static_cast<size_t>(token) * static_cast<size_t>(hidden_);
-  if (storage_ == DType::kBF16) {
+  if (storage_ != WeightType::kF32) {
     convert_to_f32(DType::kBF16, embed_bf16_.data() + offset, out, static_cast<size_t>(hidden_));
   } else {
     std::memcpy(out, embed_f32_.data() + offset, static_cast<size_t>(hidden_) * sizeof(float));

@@ -17,6 +17,7 @@
 
 #include "adapters/lora_adapter.h"
 #include "common/dtype.h"
+#include "common/weight_type.h"
 #include "common/status.h"
 #include "engine/loader/model_config.h"
 #include "engine/loader/safetensors.h"
@@ -41,21 +42,21 @@ class LlamaWeights {
   // With `merge`, that adapter is folded into the weights (W + scaling·B·A):
   // the PEFT merge_and_unload baseline the multi-LoRA benchmark compares with.
   static Result<std::unique_ptr<LlamaWeights>> load(const WeightStore& store, const ModelConfig& config,
-                                                    DType storage, const LoraAdapter* merge = nullptr);
+                                                    WeightType storage, const LoraAdapter* merge = nullptr);
 
   const std::vector<LayerWeights>& layers() const { return layers_; }
   const std::vector<float>& final_norm() const { return final_norm_; }
   const cpu::PackedMatrix& lm_head() const { return lm_head_; }
-  DType storage() const { return storage_; }
+  WeightType storage() const { return storage_; }
   // Writes the embedding row of `token` (f32) into `out`.
   void embed(int32_t token, float* out) const;
   // Bytes held by all weights.
   size_t bytes() const;
 
  private:
-  DType storage_ = DType::kF32;
+  WeightType storage_ = WeightType::kF32;
   int64_t hidden_ = 0;
-  std::vector<uint16_t> embed_bf16_;   // [vocab, hidden] when storage is BF16
+  std::vector<uint16_t> embed_bf16_;   // [vocab, hidden] unless storage is F32
   std::vector<float> embed_f32_;       // [vocab, hidden] when storage is F32
   std::vector<LayerWeights> layers_;
   std::vector<float> final_norm_;

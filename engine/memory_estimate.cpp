@@ -5,18 +5,13 @@
 
 #include "adapters/lora_module.h"
 #include "engine/kv_cache.h"
+#include "kernels/cpu/matmul.h"
 
 namespace loragate {
 namespace {
 
-// cpu::PackedMatrix stores W [rows, cols] in panels of 32 rows, the last one
-// zero-padded (kNR in kernels/cpu/matmul_internal.h, private to the kernels;
-// the MemoryEstimate tests compare with a packed model and catch a change).
-constexpr int64_t kPanelRows = 32;
-
-int64_t packed_bytes(int64_t rows, int64_t cols, int64_t elem) {
-  if (rows <= 0) return 0;
-  return (rows + kPanelRows - 1) / kPanelRows * kPanelRows * cols * elem;
+int64_t packed_bytes(int64_t rows, int64_t cols, WeightType storage) {
+  return static_cast<int64_t>(cpu::PackedMatrix::bytes_for(rows, cols, storage));
 }
 
 Status positive(const char* name, int64_t value) {
@@ -32,10 +27,6 @@ Result<MemoryEstimate> estimate_engine_memory(const ModelConfig& c, const Engine
   if (options.max_num_seqs <= 0) return Status::invalid_argument("max_num_seqs must be > 0");
   if (options.max_loras < 0) return Status::invalid_argument("max_loras must be >= 0");
   if (options.max_loras > 0 && options.max_lora_rank <= 0) return Status::invalid_argument("max_lora_rank must be > 0");
-  if (options.weight_dtype != DType::kF32 && options.weight_dtype != DType::kBF16) {
-    return Status::invalid_argument("weight storage must be f32 or bf16, got " +
-                                    std::string(dtype_name(options.weight_dtype)));
-  }
   LG_RETURN_IF_ERROR(positive("hidden_size", c.hidden_size));
   LG_RETURN_IF_ERROR(positive("intermediate_size", c.intermediate_size));
   LG_RETURN_IF_ERROR(positive("num_hidden_layers", c.num_hidden_layers));
@@ -48,10 +39,12 @@ Result<MemoryEstimate> estimate_engine_memory(const ModelConfig& c, const Engine
   MemoryEstimate e;
 
   // Weights, as LlamaWeights::load stores them: matrices packed in the
-  // storage dtype, the embedding table in it too, norms and biases in f32.
-  // lm_head is packed from lm_head.weight or, tied, from the embedding: a
-  // separate [vocab, hidden] matrix either way, so tying changes nothing here.
-  const int64_t elem = options.weight_dtype == DType::kBF16 ? 2 : 4;
+  // storage type, the embedding table in f32 for f32 storage and in bf16
+  // otherwise, norms and biases in f32. lm_head is packed from
+  // lm_head.weight or, tied, from the embedding: a separate [vocab, hidden]
+  // matrix either way, so tying changes nothing here.
+  const WeightType elem = options.weight_dtype;
+  const int64_t table_elem = elem == WeightType::kF32 ? 4 : 2;
   constexpr int64_t f32 = 4;
   const int64_t h = c.hidden_size, q_out = c.num_attention_heads * c.head_dim,
                 kv_out = c.num_key_value_heads * c.head_dim, inter = c.intermediate_size;
@@ -62,7 +55,7 @@ Result<MemoryEstimate> estimate_engine_memory(const ModelConfig& c, const Engine
   layer += packed_bytes(h, inter, elem);               // down
   layer += 2 * h * f32;                                // input and post-attention norms
   if (c.attention_bias) layer += (q_out + 2 * kv_out) * f32;
-  e.weights_bytes = c.vocab_size * h * elem             // embedding
+  e.weights_bytes = c.vocab_size * h * table_elem       // embedding
                     + c.num_hidden_layers * layer      //
                     + h * f32                          // final norm
                     + packed_bytes(c.vocab_size, h, elem);  // lm_head

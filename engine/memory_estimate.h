@@ -34,7 +34,7 @@ struct MemoryEstimate {
 // What Engine::load(dir, options) would allocate for a model with `config`
 // (the config.json of `dir`), matching the loaded engine byte for byte.
 // Refuses what Engine::load would refuse for these options without reading
-// weights: a weight_dtype other than f32/bf16, a non-positive kv_block_size,
+// weights: a non-positive kv_block_size,
 // a KV budget too small for one block, negative max_loras, max_lora_rank <= 0
 // with adapters, and a config with non-positive shapes.
 Result<MemoryEstimate> estimate_engine_memory(const ModelConfig& config, const EngineOptions& options);

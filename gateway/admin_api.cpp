@@ -208,7 +208,7 @@ Status AdminApi::unregister_adapter(const std::string& name, const std::string& 
   return removed;
 }
 
-Status AdminApi::add_base(const std::string& name, const std::string& path, DType dtype) {
+Status AdminApi::add_base(const std::string& name, const std::string& path, WeightType dtype) {
   LG_ASSIGN_OR_RETURN(std::string real, resolve_inside_roots(path, options_.base_roots, "base model", "bases.roots"));
   Status added = bases_->add(BaseSpec{name, real, dtype});
   routes_changed();
@@ -337,7 +337,7 @@ void AdminApi::install(Router& router, BlockingWork& blocking) {
     if (auto e = string_field(body, "name", &name)) return ex->respond(e->to_response());
     if (auto e = string_field(body, "path", &path)) return ex->respond(e->to_response());
     if (auto e = optional_string(body, "dtype", &dtype)) return ex->respond(e->to_response());
-    Result<DType> parsed = parse_weight_dtype_name(dtype);
+    Result<WeightType> parsed = parse_weight_type(dtype);
     if (!parsed.is_ok()) return ex->respond(bad_request(parsed.status().message(), "dtype").to_response());
     ex->record().base = name;
     answer_off_strand(ex, [this, name, path, dtype = *parsed] {

@@ -73,7 +73,7 @@ class AdminApi {
   // Enables the shadow routes (not owned). Before install().
   void set_shadow_traffic(ShadowTraffic* shadow) { shadow_ = shadow; }
   // Starts loading a candidate base (path checked against the base roots).
-  Status add_base(const std::string& name, const std::string& path, DType dtype);
+  Status add_base(const std::string& name, const std::string& path, WeightType dtype);
 
  private:
   Result<std::shared_ptr<ServingBase>> base_named(const std::string& name) const;

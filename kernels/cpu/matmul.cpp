@@ -80,9 +80,12 @@ void matmul_with(Isa isa, int threads, const float* x, int64_t m, int64_t ldx, c
     }
     const int64_t p0 = panels * thread / nt, p1 = panels * (thread + 1) / nt;
     if (p0 < p1) {
+      const bool quantized = is_quantized(w.storage());
       switch (isa) {
-        case Isa::kAvx512: run_panels_avx512(tl, ntiles, ldy, w, p0, p1); break;
-        case Isa::kAvx2: run_panels_avx2(tl, ntiles, ldy, w, p0, p1); break;
+        case Isa::kAvx512:
+          (quantized ? run_quant_panels_avx512 : run_panels_avx512)(tl, ntiles, ldy, w, p0, p1);
+          break;
+        case Isa::kAvx2: (quantized ? run_quant_panels_avx2 : run_panels_avx2)(tl, ntiles, ldy, w, p0, p1); break;
         case Isa::kScalar: run_panels_scalar(tl, ntiles, ldy, w, p0, p1); break;
       }
     }

@@ -2,7 +2,10 @@
 // weight W stored [out, in] (Hugging Face order), i.e. Y = X · Wᵀ.
 //
 // Weights are packed once at load time into a layout the kernels stream
-// through (f32 or bf16 storage; arithmetic is always f32 with FMA).
+// through: f32, bf16, or quantised to int8 / int4 (common/weight_type.h).
+// Arithmetic is always f32 with FMA: a quantised weight is dequantised in
+// registers with one rounding, so matmul over a quantised matrix gives
+// exactly what it gives over the f32 matrix of its at() values.
 //
 // Batch invariance (a contract the engine relies on): every output element
 // y[m][n] is computed with the same sequence of floating-point operations
@@ -19,6 +22,7 @@
 #include <memory>
 
 #include "common/dtype.h"
+#include "common/weight_type.h"
 
 namespace loragate::cpu {
 
@@ -40,26 +44,29 @@ class PackedMatrix {
 
   PackedMatrix() = default;
   // Packs a row-major [rows, cols] matrix of `src_dtype` (F32, F16 or BF16)
-  // into `storage` (F32 or BF16; BF16 rounds to nearest even).
-  static PackedMatrix pack(const void* src, DType src_dtype, int64_t rows, int64_t cols, DType storage);
+  // into `storage` (bf16 rounds to nearest even; quantised types compute
+  // their scales from each row as weight_type.h describes).
+  static PackedMatrix pack(const void* src, DType src_dtype, int64_t rows, int64_t cols, WeightType storage);
   // Packs the [rows, cols] matrix `source` gives, row by row, into `storage`;
   // the same layout and values as pack() of those rows in f32.
-  static PackedMatrix pack_rows(const RowSource& source, int64_t rows, int64_t cols, DType storage);
+  static PackedMatrix pack_rows(const RowSource& source, int64_t rows, int64_t cols, WeightType storage);
 
   int64_t rows() const { return rows_; }  // out features (N)
   int64_t cols() const { return cols_; }  // in features (K)
-  DType storage() const { return storage_; }
+  WeightType storage() const { return storage_; }
   size_t bytes() const { return bytes_; }   // memory held by the packed data
+  // bytes() of a [rows, cols] matrix packed in `storage`, without packing one.
+  static size_t bytes_for(int64_t rows, int64_t cols, WeightType storage);
   const void* data() const { return data_.get(); }
   bool empty() const { return rows_ == 0; }
 
-  // Unpacks element (r, c) as f32 (slow; for tests and tied-embedding lookups).
+  // Unpacks element (r, c) as f32, dequantised (slow; for tests and tied-embedding lookups).
   float at(int64_t r, int64_t c) const;
 
  private:
   struct FreeDeleter { void operator()(void* p) const; };
   int64_t rows_ = 0, cols_ = 0;
-  DType storage_ = DType::kF32;
+  WeightType storage_ = WeightType::kF32;
   size_t bytes_ = 0;
   std::unique_ptr<void, FreeDeleter> data_;  // 64-byte aligned
 };

@@ -219,7 +219,7 @@ void run(const Tile* tiles, int ntiles, int64_t ldy, const PackedMatrix& w, int6
 
 void run_panels_avx2(const Tile* tiles, int ntiles, int64_t ldy, const PackedMatrix& w, int64_t p_begin,
                      int64_t p_end) {
-  if (w.storage() == DType::kBF16)
+  if (w.storage() == WeightType::kBF16)
     run<true>(tiles, ntiles, ldy, w, p_begin, p_end);
   else
     run<false>(tiles, ntiles, ldy, w, p_begin, p_end);

@@ -142,7 +142,7 @@ int64_t ahead_bytes(int np) { return 4096 / np; }
 
 void run_panels_avx512(const Tile* tiles, int ntiles, int64_t ldy, const PackedMatrix& w, int64_t p_begin,
                        int64_t p_end) {
-  const bool bf16 = w.storage() == DType::kBF16;
+  const bool bf16 = w.storage() == WeightType::kBF16;
   const int64_t k = w.cols(), n = w.rows();
   const int64_t panel_bytes = k * kNR * (bf16 ? 2 : 4);
   const auto& table = bf16 ? Table<true>::fn : Table<false>::fn;

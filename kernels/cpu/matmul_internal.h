@@ -10,6 +10,19 @@
 //    that 32-bit lane j holds panel row (output) j in its low half and row
 //    16 + j in its high half. Widening to f32 is then one shift (low halves) and one AND
 //    (high halves) per line, instead of two cross-lane extensions.
+//  - INT8 storage: the panel starts with its 32 f32 scales (128 bytes), then
+//    one 128-byte line per quad of k (k = 4i..4i+3; the last quad is
+//    zero-padded): bytes 4j..4j+3 hold rows j's four int8 weights for rows
+//    0..15, bytes 64 + 4j.. the same for rows 16 + j. A 32-bit lane thus holds
+//    one row's four k (the int8 dot-product layout), and shifting the lane
+//    left by 24, 16, 8 or 0 bits and then arithmetically right by 24 widens
+//    the k it asks for.
+//  - INT4 storage (group G = 32 or 64): one block per group of k: the
+//    group's 32 f16 scales (64 bytes), for asymmetric types its 32 f16
+//    minimums (64 bytes), then G/2 lines of 32 bytes, one per pair of k:
+//    byte j holds row j's u for the pair's first k in its low nibble and for
+//    the second in its high nibble (zero past K). Symmetric types store
+//    u = q + 8, so w = fma(u, s, -8 s) for both kinds, with the minimum -8 s.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +41,26 @@ inline int64_t num_panels(int64_t n) { return (n + kNR - 1) / kNR; }
 
 // Position of panel row j (0..31) inside a k-slice of BF16 storage (see above).
 inline int64_t bf16_slot(int64_t j) { return j < 16 ? 2 * j : 2 * (j - 16) + 1; }
+
+// Bytes of one packed panel of a matrix with `k` columns.
+inline int64_t int8_quads(int64_t k) { return (k + 3) / 4; }
+inline constexpr int64_t kInt8ScaleBytes = kNR * 4;
+inline int64_t int4_block_bytes(WeightType t) {
+  return (int4_asymmetric(t) ? 2 : 1) * kNR * 2 + kNR / 2 * int4_group(t);
+}
+inline int64_t int4_blocks(WeightType t, int64_t k) { return (k + int4_group(t) - 1) / int4_group(t); }
+inline int64_t panel_bytes(WeightType t, int64_t k) {
+  switch (t) {
+    case WeightType::kF32: return k * kNR * 4;
+    case WeightType::kBF16: return k * kNR * 2;
+    case WeightType::kInt8: return kInt8ScaleBytes + int8_quads(k) * kNR * 4;
+    default: return int4_blocks(t, k) * int4_block_bytes(t);
+  }
+}
+
+// Element (panel row j, column c) of a quantised panel (its first byte),
+// dequantised exactly as the kernels do it.
+float dequantize(WeightType t, const uint8_t* panel, int j, int64_t c);
 
 // Same contract as cpu::matmul, but on the given ISA (which the CPU must
 // support) and with `threads` threads of the compute pool (0 = all of them).
@@ -56,5 +89,11 @@ void run_panels_avx2(const Tile* tiles, int ntiles, int64_t ldy, const PackedMat
                      int64_t p_end);
 void run_panels_avx512(const Tile* tiles, int ntiles, int64_t ldy, const PackedMatrix& w, int64_t p_begin,
                        int64_t p_end);
+// The same for quantised storage (int8, int4), dispatched to by the above
+// (the scalar kernel handles every storage itself).
+void run_quant_panels_avx2(const Tile* tiles, int ntiles, int64_t ldy, const PackedMatrix& w, int64_t p_begin,
+                           int64_t p_end);
+void run_quant_panels_avx512(const Tile* tiles, int ntiles, int64_t ldy, const PackedMatrix& w, int64_t p_begin,
+                             int64_t p_end);
 
 }  // namespace loragate::cpu::detail

@@ -32,8 +32,8 @@ class BaseSetTest : public ::testing::Test {
 
   // Serving "online", with candidate "good" loaded beside it.
   static void serve_two(BaseSet& bases) {
-    ASSERT_TRUE(bases.start_serving({"online", online_dir(), DType::kF32}, "test").is_ok());
-    ASSERT_TRUE(bases.add({"good", candidate_dir(), DType::kF32}).is_ok());
+    ASSERT_TRUE(bases.start_serving({"online", online_dir(), WeightType::kF32}, "test").is_ok());
+    ASSERT_TRUE(bases.add({"good", candidate_dir(), WeightType::kF32}).is_ok());
     ASSERT_TRUE(bases.wait_loaded("good", Clock::now() + std::chrono::seconds(60)));
   }
 
@@ -58,19 +58,19 @@ TEST_F(BaseSetTest, CandidateLoadsBesideTheServingBaseWithItsIdentity) {
   EXPECT_FALSE((*good)->loop().serving());
   EXPECT_TRUE(bases.serving()->loop().serving());
   EXPECT_NE((*good)->sha256(), bases.serving()->sha256());
-  EXPECT_EQ(bases.add({"good", candidate_dir(), DType::kF32}).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(bases.add({"good", candidate_dir(), WeightType::kF32}).code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(bases.find("nope").status().code(), StatusCode::kNotFound);
 }
 
 TEST_F(BaseSetTest, MemoryBudgetRefusesALoadThatDoesNotFitAndSaysTheSizes) {
   BaseSetOptions o = small_options();
   BaseSet probe(o, nullptr);
-  ASSERT_TRUE(probe.start_serving({"online", online_dir(), DType::kF32}, "test").is_ok());
+  ASSERT_TRUE(probe.start_serving({"online", online_dir(), WeightType::kF32}, "test").is_ok());
   const int64_t one = probe.serving()->memory_bytes();
   o.memory_budget_bytes = one + one / 2;  // room for one base, not two
   BaseSet bases(o, nullptr);
-  ASSERT_TRUE(bases.start_serving({"online", online_dir(), DType::kF32}, "test").is_ok());
-  Status s = bases.add({"good", candidate_dir(), DType::kF32});
+  ASSERT_TRUE(bases.start_serving({"online", online_dir(), WeightType::kF32}, "test").is_ok());
+  Status s = bases.add({"good", candidate_dir(), WeightType::kF32});
   EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
   for (const char* part : {"needs", "weights", "KV", "budget", "online"}) {
     EXPECT_NE(s.message().find(part), std::string::npos) << s.message();
@@ -169,14 +169,14 @@ TEST_F(BaseSetTest, ABaseThatFailsToLoadIsReportedAndTheServingOneIsUntouched) {
   std::filesystem::copy_file(candidate_dir() + "/config.json", dir + "/config.json");
   std::ofstream(dir + "/model.safetensors") << "garbage";
   BaseSet bases(small_options(), nullptr);
-  ASSERT_TRUE(bases.start_serving({"online", online_dir(), DType::kF32}, "test").is_ok());
-  ASSERT_TRUE(bases.add({"broken", dir, DType::kF32}).is_ok());
+  ASSERT_TRUE(bases.start_serving({"online", online_dir(), WeightType::kF32}, "test").is_ok());
+  ASSERT_TRUE(bases.add({"broken", dir, WeightType::kF32}).is_ok());
   ASSERT_TRUE(bases.wait_loaded("broken", Clock::now() + std::chrono::seconds(30)));
   EXPECT_EQ(state_of(bases, "broken"), BaseState::kFailed);
   EXPECT_EQ(bases.find("broken").status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(bases.promote("broken", true, "t").status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(bases.serving()->name(), "online");
-  EXPECT_FALSE(bases.add({"bad-dir", dir + "/missing", DType::kF32}).is_ok()) << "checked before loading";
+  EXPECT_FALSE(bases.add({"bad-dir", dir + "/missing", WeightType::kF32}).is_ok()) << "checked before loading";
   ASSERT_TRUE(bases.remove("broken").is_ok());
 }
 

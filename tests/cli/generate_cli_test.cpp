@@ -49,7 +49,7 @@ TEST(GenerateCliTest, BadDtypeIsAClearError) {
   LG_REQUIRE_SHARED("models/stories260K/config.json");
   CliRun r = run_cli("generate --model " + testing::shared_dir() + "/models/stories260K --prompt hi --dtype f8");
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.out.find("--dtype must be f32 or bf16"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dtype must be one of f32, bf16, int8"), std::string::npos) << r.out;
 }
 
 TEST(SynthModelCliTest, WritesAModelThatGenerates) {

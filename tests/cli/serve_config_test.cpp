@@ -71,7 +71,7 @@ auth: {admin_token: s3cret}
   EXPECT_EQ(c->server.host, "0.0.0.0");
   EXPECT_EQ(c->server.port, 9001);
   EXPECT_EQ(c->server.read_timeout.count(), 250);
-  EXPECT_EQ(c->engine.weight_dtype, DType::kBF16);
+  EXPECT_EQ(c->engine.weight_dtype, WeightType::kBF16);
   EXPECT_EQ(c->engine.max_loras, 12);
   EXPECT_EQ(c->engine.kv_cache_bytes, 64ll << 20);
   ASSERT_EQ(c->adapter_roots.size(), 2u);
@@ -89,7 +89,7 @@ TEST(ServeConfigTest, ErrorsNameTheKey) {
   for (const Case& k : {Case{"server: {prot: 1}", "server.prot: unknown key"},
                         Case{"server: {port: 70000}", "server.port: 70000 is outside"},
                         Case{"engine: {max_loras: many}", "engine.max_loras: wrong type"},
-                        Case{"model: {dtype: f8}", "model.dtype must be f32 or bf16"},
+                        Case{"model: {dtype: f8}", "model.dtype must be one of f32, bf16, int8, int4"},
                         Case{"colour: blue", "colour: unknown key"},
                         Case{"adapters: {preload: [{name: x}]}", "adapters.preload[0] needs name and path"},
                         Case{"server: [1, 2]", "server: must be a mapping"},

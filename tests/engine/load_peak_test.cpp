@@ -60,7 +60,7 @@ TEST(LoadPeakChild, LoadsAndReports) {
   in >> storage;
   std::getline(in >> std::ws, dir);
   const long before = status_kib("VmRSS");
-  auto model = LlamaModel::load(dir, storage == "bf16" ? DType::kBF16 : DType::kF32);
+  auto model = LlamaModel::load(dir, parse_weight_type(storage).value());
   const long steady = status_kib("VmRSS");
   const long peak = status_kib("VmHWM");  // after VmRSS: reading the file may add a page
   ASSERT_TRUE(model.is_ok()) << model.status().to_string();

@@ -35,7 +35,7 @@ void expect_estimate_matches(const std::string& dir, const EngineOptions& option
   EXPECT_EQ(measured.lora_slot_bytes > 0, options.max_loras > 0);
 }
 
-EngineOptions options_with(DType dtype, int32_t max_loras) {
+EngineOptions options_with(WeightType dtype, int32_t max_loras) {
   EngineOptions o;
   o.weight_dtype = dtype;
   o.max_loras = max_loras;
@@ -46,12 +46,12 @@ EngineOptions options_with(DType dtype, int32_t max_loras) {
 TEST(MemoryEstimateTest, Stories260KF32AndBf16) {
   LG_REQUIRE_SHARED("models/stories260K/model.safetensors");
   const std::string dir = testing::shared_dir() + "/models/stories260K";
-  for (DType dtype : {DType::kF32, DType::kBF16}) {
-    SCOPED_TRACE(dtype_name(dtype));
+  for (WeightType dtype : all_weight_types()) {
+    SCOPED_TRACE(std::string(weight_type_name(dtype)));
     expect_estimate_matches(dir, options_with(dtype, 4));
     expect_estimate_matches(dir, options_with(dtype, 0));
   }
-  EngineOptions blocks = options_with(DType::kBF16, 2);
+  EngineOptions blocks = options_with(WeightType::kBF16, 2);
   blocks.kv_num_blocks = 37;
   blocks.kv_block_size = 8;
   blocks.max_lora_rank = 5;
@@ -63,7 +63,7 @@ TEST(MemoryEstimateTest, Stories260KBytesByHand) {
   auto config = ModelConfig::load(testing::shared_dir() + "/models/stories260K");
   ASSERT_TRUE(config.is_ok()) << config.status().to_string();
   // hidden 64, intermediate 172, 5 layers, 8 heads / 4 KV heads of 8, vocab 512, tied.
-  EngineOptions o = options_with(DType::kF32, 4);
+  EngineOptions o = options_with(WeightType::kF32, 4);
   auto e = estimate_engine_memory(*config, o);
   ASSERT_TRUE(e.is_ok()) << e.status().to_string();
   // Per layer: qkv 128 rows, o 64, gate_up 344 -> 352 (32-row panels), down 64; norms 2 * 64.
@@ -79,8 +79,8 @@ TEST(MemoryEstimateTest, Stories260KBytesByHand) {
 TEST(MemoryEstimateTest, SynthTinyUntied) {
   const std::string dir = testing::make_temp_dir("lg_memory_synth");
   ASSERT_TRUE(write_synth_model(dir, SynthOptions{"tiny", 3, DType::kBF16}).is_ok());
-  for (DType dtype : {DType::kF32, DType::kBF16}) {
-    SCOPED_TRACE(dtype_name(dtype));
+  for (WeightType dtype : all_weight_types()) {
+    SCOPED_TRACE(std::string(weight_type_name(dtype)));
     expect_estimate_matches(dir, options_with(dtype, 3));
   }
   std::filesystem::remove_all(dir);
@@ -138,8 +138,8 @@ TEST(MemoryEstimateTest, SyntheticBiasedTiedModel) {
   add("model.norm.weight", {h});
   ASSERT_TRUE(write_safetensors(dir + "/model.safetensors", tensors).is_ok());
 
-  for (DType dtype : {DType::kF32, DType::kBF16}) {
-    SCOPED_TRACE(dtype_name(dtype));
+  for (WeightType dtype : all_weight_types()) {
+    SCOPED_TRACE(std::string(weight_type_name(dtype)));
     EngineOptions o = options_with(dtype, 2);
     o.max_lora_rank = 7;
     o.kv_block_size = 4;
@@ -154,9 +154,6 @@ TEST(MemoryEstimateTest, RefusesWhatLoadRefuses) {
   EXPECT_TRUE(estimate_engine_memory(*config, EngineOptions{}).is_ok());
 
   EngineOptions o;
-  o.weight_dtype = DType::kF16;
-  EXPECT_FALSE(estimate_engine_memory(*config, o).is_ok());
-  o = EngineOptions{};
   o.kv_cache_bytes = 100;  // less than one block
   auto tiny_budget = estimate_engine_memory(*config, o);
   ASSERT_FALSE(tiny_budget.is_ok());

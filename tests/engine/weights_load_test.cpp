@@ -47,7 +47,7 @@ void merge_whole(std::vector<float>& w, const LoraWeights& lora) {
 
 // Whole f32 copies of `names` stacked (each with its LoRA, if any), packed at once.
 cpu::PackedMatrix reference_pack(const WeightStore& store, const std::vector<std::string>& names,
-                                 const std::vector<const LoraWeights*>& merges, DType storage) {
+                                 const std::vector<const LoraWeights*>& merges, WeightType storage) {
   std::vector<float> stacked;
   int64_t rows = 0, cols = 0;
   for (size_t i = 0; i < names.size(); ++i) {
@@ -74,8 +74,8 @@ void expect_same_floats(const std::vector<float>& got, const std::vector<float>&
 }
 
 // Loads `dir` with `storage` (and `merge`) and compares every weight with the reference.
-void expect_loaded_as_whole_copies(const std::string& dir, DType storage, const LoraAdapter* merge) {
-  SCOPED_TRACE(std::string(dtype_name(storage)) + (merge != nullptr ? " merged" : ""));
+void expect_loaded_as_whole_copies(const std::string& dir, WeightType storage, const LoraAdapter* merge) {
+  SCOPED_TRACE(std::string(weight_type_name(storage)) + (merge != nullptr ? " merged" : ""));
   auto config = ModelConfig::load(dir);
   ASSERT_TRUE(config.is_ok()) << config.status().to_string();
   const ModelConfig& c = *config;
@@ -128,7 +128,7 @@ void expect_loaded_as_whole_copies(const std::string& dir, DType storage, const 
     w.embed(static_cast<int32_t>(t), row.data());
     for (int64_t k = 0; k < c.hidden_size; ++k) {
       float want = embed[static_cast<size_t>(t * c.hidden_size + k)];
-      if (storage == DType::kBF16) want = bf16_to_f32(f32_to_bf16(want));
+      if (storage != WeightType::kF32) want = bf16_to_f32(f32_to_bf16(want));  // a bf16 table
       uint32_t a = 0, b = 0;
       std::memcpy(&a, &row[static_cast<size_t>(k)], 4);
       std::memcpy(&b, &want, 4);
@@ -153,7 +153,7 @@ TEST(WeightsLoadTest, SynthModelPacksAsWholeTensorCopies) {
     ASSERT_TRUE(write_synth_adapter(root + "/adapter", *config, ao).is_ok());
     auto adapter = LoraAdapter::load(root + "/adapter", *config, 16);
     ASSERT_TRUE(adapter.is_ok()) << adapter.status().to_string();
-    for (DType storage : {DType::kF32, DType::kBF16}) {
+    for (WeightType storage : all_weight_types()) {
       expect_loaded_as_whole_copies(dir, storage, nullptr);
       expect_loaded_as_whole_copies(dir, storage, adapter->get());
     }
@@ -215,7 +215,7 @@ TEST(WeightsLoadTest, TiedBiasedF16ModelPacksAsWholeTensorCopies) {
   }
   add("model.norm.weight", {h});
   ASSERT_TRUE(write_safetensors(dir + "/model.safetensors", tensors).is_ok());
-  for (DType storage : {DType::kF32, DType::kBF16}) expect_loaded_as_whole_copies(dir, storage, nullptr);
+  for (WeightType storage : all_weight_types()) expect_loaded_as_whole_copies(dir, storage, nullptr);
   std::filesystem::remove_all(dir);
 }
 

@@ -46,7 +46,7 @@ class AdminGatewayTest : public ::testing::Test {
     o.engine.max_loras = 4;
     o.engine.max_lora_rank = max_lora_rank_;
     bases_ = std::make_unique<BaseSet>(o, registry_.get());
-    Status served = bases_->start_serving({"stories", model_dir(), DType::kF32}, "test");
+    Status served = bases_->start_serving({"stories", model_dir(), WeightType::kF32}, "test");
     ASSERT_TRUE(served.is_ok()) << served.to_string();
     resolver_ = std::make_unique<RegistryModelResolver>(registry_.get());
     AdminOptions admin;

@@ -28,7 +28,7 @@ class GatewayTest : public ::testing::Test {
     BaseSetOptions o;
     o.engine.max_loras = 4;
     bases_ = new BaseSet(o, /*registry=*/nullptr);
-    Status served = bases_->start_serving({kServed, shared_dir() + "/models/stories260K", DType::kF32}, "test");
+    Status served = bases_->start_serving({kServed, shared_dir() + "/models/stories260K", WeightType::kF32}, "test");
     ASSERT_TRUE(served.is_ok()) << served.to_string();
     for (const char* name : {"a", "b", "c"}) {
       Status s = bases_->serving()->adapters()->add(name, shared_dir() + "/models/stories260K-lora/" + name);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/dtype.h"
+#include "common/weight_type.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_internal.h"
@@ -36,7 +37,7 @@ struct Weights {
   const void* src(DType dt) const { return dt == DType::kF32 ? static_cast<const void*>(f32.data()) : half.data(); }
 };
 
-Weights make_weights(int64_t n, int64_t k, DType dt, DType storage, uint32_t seed) {
+Weights make_weights(int64_t n, int64_t k, DType dt, WeightType storage, uint32_t seed) {
   Weights w;
   const auto v = random_floats(static_cast<size_t>(n * k), seed);
   w.effective.resize(v.size());
@@ -46,7 +47,7 @@ Weights make_weights(int64_t n, int64_t k, DType dt, DType storage, uint32_t see
     float e = v[i];
     if (dt == DType::kF16) w.half[i] = f32_to_f16(v[i]), e = f16_to_f32(w.half[i]);
     if (dt == DType::kBF16) w.half[i] = f32_to_bf16(v[i]), e = bf16_to_f32(w.half[i]);
-    if (storage == DType::kBF16) e = bf16_to_f32(f32_to_bf16(e));
+    if (storage == WeightType::kBF16) e = bf16_to_f32(f32_to_bf16(e));
     w.effective[i] = e;
   }
   return w;
@@ -57,9 +58,9 @@ constexpr float kSentinel = -12345.f;
 // Runs one shape on every ISA: checks the best ISA against the reference,
 // that nothing outside [M, N] of y is written, and that other ISAs match bit
 // for bit (the scalar one only on smaller shapes: it is slow).
-void check_shape(int64_t m, int64_t n, int64_t k, DType dt, DType storage) {
+void check_shape(int64_t m, int64_t n, int64_t k, DType dt, WeightType storage) {
   SCOPED_TRACE(::testing::Message() << "M=" << m << " N=" << n << " K=" << k << " src=" << dtype_name(dt)
-                                    << " storage=" << dtype_name(storage));
+                                    << " storage=" << weight_type_name(storage));
   const int64_t ldx = k + 3, ldy = n + 5;
   const Weights w = make_weights(n, k, dt, storage, static_cast<uint32_t>(m * 131 + n * 7 + k));
   const PackedMatrix pm = PackedMatrix::pack(w.src(dt), dt, n, k, storage);
@@ -96,7 +97,7 @@ void check_shape(int64_t m, int64_t n, int64_t k, DType dt, DType storage) {
 }
 
 TEST(CpuMatmul, MatchesReferenceF32Source) {
-  for (DType storage : {DType::kF32, DType::kBF16})
+  for (WeightType storage : {WeightType::kF32, WeightType::kBF16})
     for (int64_t m : {1, 2, 3, 7, 12, 13, 31, 32, 33, 64})
       for (int64_t n : {1, 5, 31, 32, 33, 100, 172, 512})
         for (int64_t k : {1, 3, 8, 64, 65, 172, 768}) check_shape(m, n, k, DType::kF32, storage);
@@ -104,14 +105,14 @@ TEST(CpuMatmul, MatchesReferenceF32Source) {
 
 TEST(CpuMatmul, MatchesReferenceHalfSources) {
   for (DType dt : {DType::kF16, DType::kBF16})
-    for (DType storage : {DType::kF32, DType::kBF16})
+    for (WeightType storage : {WeightType::kF32, WeightType::kBF16})
       for (int64_t m : {1, 3, 13, 33})
         for (int64_t n : {1, 33, 172})
           for (int64_t k : {1, 65, 768}) check_shape(m, n, k, dt, storage);
 }
 
 TEST(CpuMatmul, EmptyKGivesZeros) {
-  const PackedMatrix pm = PackedMatrix::pack(nullptr, DType::kF32, 5, 0, DType::kF32);
+  const PackedMatrix pm = PackedMatrix::pack(nullptr, DType::kF32, 5, 0, WeightType::kF32);
   std::vector<float> y(10, kSentinel);
   const float x = 1.f;
   matmul(&x, 2, 0, pm, y.data(), 5);
@@ -121,8 +122,8 @@ TEST(CpuMatmul, EmptyKGivesZeros) {
 // Every row's output must not depend on the batch around it: compare rows of
 // a 37-row batch with the row alone, with every prefix batch (all tile
 // heights and tails), with a shuffled batch, and across thread counts.
-void check_batch_invariance(DType storage, int64_t n, int64_t k) {
-  SCOPED_TRACE(::testing::Message() << "storage=" << dtype_name(storage) << " N=" << n << " K=" << k);
+void check_batch_invariance(WeightType storage, int64_t n, int64_t k) {
+  SCOPED_TRACE(::testing::Message() << "storage=" << weight_type_name(storage) << " N=" << n << " K=" << k);
   constexpr int64_t kM = 37;
   const Weights w = make_weights(n, k, DType::kF32, storage, 99);
   const PackedMatrix pm = PackedMatrix::pack(w.f32.data(), DType::kF32, n, k, storage);
@@ -168,19 +169,26 @@ void check_batch_invariance(DType storage, int64_t n, int64_t k) {
 }
 
 TEST(CpuMatmul, BatchInvariantF32) {
-  check_batch_invariance(DType::kF32, 172, 300);
-  check_batch_invariance(DType::kF32, 1000, 256);  // large enough to run on 2 threads
+  check_batch_invariance(WeightType::kF32, 172, 300);
+  check_batch_invariance(WeightType::kF32, 1000, 256);  // large enough to run on 2 threads
 }
 
 TEST(CpuMatmul, BatchInvariantBF16) {
-  check_batch_invariance(DType::kBF16, 172, 300);
-  check_batch_invariance(DType::kBF16, 1000, 256);
+  check_batch_invariance(WeightType::kBF16, 172, 300);
+  check_batch_invariance(WeightType::kBF16, 1000, 256);
+}
+
+TEST(CpuMatmul, BatchInvariantQuantized) {
+  for (WeightType storage : {WeightType::kInt8, WeightType::kInt4, WeightType::kInt4AsymG64}) {
+    check_batch_invariance(storage, 172, 300);
+    check_batch_invariance(storage, 1000, 256);
+  }
 }
 
 // The scalar fallback and AVX2 must equal the dispatched path bit for bit on
 // a batch covering several tiles and a ragged last panel.
 TEST(CpuMatmul, AllIsasBitIdentical) {
-  for (DType storage : {DType::kF32, DType::kBF16}) {
+  for (WeightType storage : {WeightType::kF32, WeightType::kBF16}) {
     const int64_t m = 30, n = 333, k = 257;
     const Weights w = make_weights(n, k, DType::kF32, storage, 3);
     const PackedMatrix pm = PackedMatrix::pack(w.f32.data(), DType::kF32, n, k, storage);
@@ -191,7 +199,7 @@ TEST(CpuMatmul, AllIsasBitIdentical) {
     for (Isa isa : supported_isas()) {
       std::vector<float> y(ref.size());
       detail::matmul_with(isa, 2, x.data(), m, k, pm, y.data(), n);
-      EXPECT_EQ(y, ref) << isa_name(isa) << " storage " << dtype_name(storage);
+      EXPECT_EQ(y, ref) << isa_name(isa) << " storage " << weight_type_name(storage);
     }
   }
 }
@@ -205,8 +213,8 @@ TEST(CpuMatmul, EveryMUpTo300MatchesScalarOnEveryIsa) {
   std::uniform_int_distribution<int64_t> dn(1, 80), dk(1, 48);
   for (int64_t m = 1; m <= 300; ++m) {
     const int64_t n = dn(rng), k = dk(rng);
-    const DType storage = m % 2 ? DType::kF32 : DType::kBF16;
-    SCOPED_TRACE(::testing::Message() << "M=" << m << " N=" << n << " K=" << k << " " << dtype_name(storage));
+    const WeightType storage = m % 2 ? WeightType::kF32 : WeightType::kBF16;
+    SCOPED_TRACE(::testing::Message() << "M=" << m << " N=" << n << " K=" << k << " " << weight_type_name(storage));
     const Weights w = make_weights(n, k, DType::kF32, storage, static_cast<uint32_t>(m));
     const PackedMatrix pm = PackedMatrix::pack(w.f32.data(), DType::kF32, n, k, storage);
     auto x = random_floats(static_cast<size_t>(m * k), static_cast<uint32_t>(m + 7));
@@ -228,13 +236,13 @@ TEST(PackedMatrix, AtAndBytes) {
   std::vector<uint16_t> h(v.size()), b(v.size());
   for (size_t i = 0; i < v.size(); ++i) h[i] = f32_to_f16(v[i]), b[i] = f32_to_bf16(v[i]);
 
-  const auto f32 = PackedMatrix::pack(v.data(), DType::kF32, n, k, DType::kF32);
-  const auto bf = PackedMatrix::pack(v.data(), DType::kF32, n, k, DType::kBF16);
-  const auto from_f16 = PackedMatrix::pack(h.data(), DType::kF16, n, k, DType::kF32);
-  const auto from_bf16 = PackedMatrix::pack(b.data(), DType::kBF16, n, k, DType::kBF16);
+  const auto f32 = PackedMatrix::pack(v.data(), DType::kF32, n, k, WeightType::kF32);
+  const auto bf = PackedMatrix::pack(v.data(), DType::kF32, n, k, WeightType::kBF16);
+  const auto from_f16 = PackedMatrix::pack(h.data(), DType::kF16, n, k, WeightType::kF32);
+  const auto from_bf16 = PackedMatrix::pack(b.data(), DType::kBF16, n, k, WeightType::kBF16);
   EXPECT_EQ(f32.rows(), n);
   EXPECT_EQ(f32.cols(), k);
-  EXPECT_EQ(bf.storage(), DType::kBF16);
+  EXPECT_EQ(bf.storage(), WeightType::kBF16);
   const size_t padded = 3 * 32 * k;  // 70 rows -> 3 panels of 32
   EXPECT_EQ(f32.bytes(), padded * 4);
   EXPECT_EQ(bf.bytes(), padded * 2);

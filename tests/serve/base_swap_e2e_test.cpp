@@ -440,7 +440,7 @@ TEST_F(BaseSwapTest, ShadowTrafficRunsLiveRequestsOnTheCandidateToo) {
     cat += p.scenario == "cat";
   }
   json stats;
-  for (int i = 0; i < 100; ++i) {  // the copies finish on the candidate's loop after the live answers
+  for (int i = 0; i < 600; ++i) {  // the copies finish on the candidate's loop after the live answers (30 s: a loaded CI machine)
     stats = json::parse(call(url, "GET", "/admin/bases/candidate-good/shadow").body).at("stats");
     if (stats.contains("mia") && stats.contains("cat") && stats["mia"]["compared"] == stats["mia"]["shadowed"] &&
         stats["cat"]["compared"] == stats["cat"]["shadowed"]) {

@@ -1,0 +1,49 @@
+// WeightType: how a base's weight matrices are stored in memory, chosen by
+// `model.dtype` / `--dtype`. Independent of the dtype of the tensors in the
+// file (DType): any of them is converted, or quantised, at load.
+//
+//  - f32, bf16: floats (bf16 rounds to nearest even).
+//  - int8: symmetric per output channel, q in [-127, 127], one f32 scale per
+//    output row: w = q * s.
+//  - int4 (group 32), int4-g64: group-wise along K, q in [-8, 7] with one f16
+//    scale per (row, group): w = s * q. The last group of a row whose K is
+//    not a multiple of the group is shorter.
+//  - int4-asym, int4-asym-g64: the same with an f16 minimum per group too,
+//    u in [0, 15]: w = s * u + min.
+//
+// Arithmetic is f32 in every case: quantised weights are dequantised in
+// registers (one rounding) and then used exactly as f32 weights would be.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace loragate {
+
+enum class WeightType { kF32, kBF16, kInt8, kInt4, kInt4G64, kInt4Asym, kInt4AsymG64 };
+
+// The spelling used by config, flags, the admin API and the registry.
+std::string_view weight_type_name(WeightType t);
+// Parses a name of weight_type_name(); anything else is refused, listing the valid names.
+Result<WeightType> parse_weight_type(std::string_view name);
+// Every type, in the order of the list in errors and docs.
+const std::initializer_list<WeightType>& all_weight_types();
+
+inline bool is_int4(WeightType t) {
+  return t == WeightType::kInt4 || t == WeightType::kInt4G64 || t == WeightType::kInt4Asym ||
+         t == WeightType::kInt4AsymG64;
+}
+inline bool is_quantized(WeightType t) { return t == WeightType::kInt8 || is_int4(t); }
+// int4: weights per group along K (32 or 64); 0 otherwise.
+inline int int4_group(WeightType t) {
+  if (t == WeightType::kInt4 || t == WeightType::kInt4Asym) return 32;
+  if (t == WeightType::kInt4G64 || t == WeightType::kInt4AsymG64) return 64;
+  return 0;
+}
+inline bool int4_asymmetric(WeightType t) { return t == WeightType::kInt4Asym || t == WeightType::kInt4AsymG64; }
+
+}  // namespace loragate
