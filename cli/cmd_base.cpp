@@ -52,7 +52,7 @@ void add_add(CLI::App* base) {
   auto no_wait = std::make_shared<bool>(false);
   cmd->add_option("NAME", *name, "Base name (its registry key and the first part of system_fingerprint)")->required();
   cmd->add_option("PATH", *path, "Hugging Face model directory, as the server sees it")->required();
-  cmd->add_option("--dtype", *dtype, "Weight storage: f32, bf16, int8, int4, int4-g64, int4-asym or int4-asym-g64");
+  cmd->add_option("--dtype", *dtype, "Weight storage: f32, bf16, int8, int8-outlier, int4, int4-g64, int4-asym or int4-asym-g64");
   cmd->add_flag("--no-wait", *no_wait, "Return once the load has started");
   cmd->callback([o, name, path, dtype, no_wait] {
     run([&]() -> Status {

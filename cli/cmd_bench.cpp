@@ -6,6 +6,7 @@
 #include "bench/load_bench.h"
 #include "bench/lora_bench.h"
 #include "bench/matmul_bench.h"
+#include "bench/quant_bench.h"
 #include "bench/serve_gap_bench.h"
 #include "cli/commands.h"
 #include "common/weight_type.h"
@@ -70,6 +71,20 @@ void add_bench_command(CLI::App& app) {
   matmul->add_option("--reps", mm->reps, "Repetitions (medians reported)")->check(CLI::PositiveNumber);
   matmul->callback([mm] {
     Status s = bench::run_matmul_bench(*mm);
+    if (!s.is_ok()) throw CLI::RuntimeError(fail(s.to_string()));
+  });
+
+  auto q = std::make_shared<bench::QuantBenchOptions>();
+  CLI::App* quant = bench->add_subcommand("quant", "Quantised storage against f32: greedy agreement, logit error, bytes");
+  quant->add_option("--model", q->model_dir, "Model directory")->required()->check(CLI::ExistingDirectory);
+  quant->add_option("--dtypes", q->dtypes, "Storages to compare with f32")->delimiter(',')->check(weight_type_check());
+  quant->add_option("--prompts", q->prompts, "Synthetic prompts")->check(CLI::PositiveNumber);
+  quant->add_option("--prompt-len", q->prompt_len, "Prompt tokens")->check(CLI::PositiveNumber);
+  quant->add_option("--new-tokens", q->new_tokens, "Greedy f32 tokens per prompt")->check(CLI::PositiveNumber);
+  quant->add_option("--outlier-threshold", q->outlier_threshold, "int8-outlier: |x| above this runs in f32")
+      ->check(CLI::PositiveNumber);
+  quant->callback([q] {
+    Status s = bench::run_quant_bench(*q);
     if (!s.is_ok()) throw CLI::RuntimeError(fail(s.to_string()));
   });
 

@@ -15,6 +15,7 @@
 
 #include "cli/admin_client.h"
 #include "cli/commands.h"
+#include "common/weight_type.h"
 #include "evaluator/arm_engine.h"
 #include "evaluator/evaluation_jobs.h"
 #include "evaluator/gates.h"
@@ -46,6 +47,7 @@ struct RunFlags {
   std::string suite, online_adapters, candidate_adapters, gates;
   std::string db = ".cache/loragate/registry.db";
   std::string json_out, html_out;
+  std::string online_dtype = "f32", candidate_dtype = "f32";  // weight storage of each arm
   bool copied_adapter_arm = false;
   uint64_t seed = 1;
 };
@@ -157,9 +159,13 @@ Result<eval::Verdict> run_eval(const RunFlags& f) {
   EngineOptions options;
   options.max_loras = 4;
   options.kv_cache_bytes = 64ll << 20;
+  // A quantised candidate is often the online base itself in another storage.
+  EngineOptions candidate_options = options;
+  LG_ASSIGN_OR_RETURN(options.weight_dtype, parse_weight_type(f.online_dtype));
+  LG_ASSIGN_OR_RETURN(candidate_options.weight_dtype, parse_weight_type(f.candidate_dtype));
   LG_ASSIGN_OR_RETURN(std::unique_ptr<eval::ArmEngine> online, eval::load_offline_arm(f.online_name, f.online, options));
   LG_ASSIGN_OR_RETURN(std::unique_ptr<eval::ArmEngine> candidate,
-                      eval::load_offline_arm(f.candidate_name, f.candidate, options));
+                      eval::load_offline_arm(f.candidate_name, f.candidate, candidate_options));
   const std::filesystem::path parent = std::filesystem::path(f.db).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
   LG_ASSIGN_OR_RETURN(std::unique_ptr<EvaluationStore> store, EvaluationStore::open(f.db));
@@ -265,6 +271,11 @@ void add_eval_command(CLI::App& app) {
     cmd->add_option("--json", f->json_out, "Write the JSON report here");
     cmd->add_option("--html", f->html_out, "Write the HTML report here");
     cmd->add_flag("--copied-adapter-arm", f->copied_adapter_arm, "Also run the online adapter on the candidate base");
+    cmd->add_option("--online-dtype", f->online_dtype, "Weight storage of the online base (offline mode)")
+        ->capture_default_str();
+    cmd->add_option("--candidate-dtype", f->candidate_dtype,
+                    "Weight storage of the candidate, e.g. int8 to judge a quantised online base (offline mode)")
+        ->capture_default_str();
     cmd->add_option("--seed", f->seed, "Seed of the bootstrap")->capture_default_str();
     cmd->callback([f] { finish(run_eval(*f)); });
   }

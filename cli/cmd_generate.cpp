@@ -166,7 +166,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--seed", flags->seed, "Random seed (>= 0)");
   cmd->add_option("--stop", flags->stop, "Stop string (repeatable)");
   cmd->add_flag("--ids", flags->ids, "Also print a JSON line of prompt and generated ids");
-  cmd->add_option("--dtype", flags->dtype, "Weight storage: f32, bf16, int8, int4, int4-g64, int4-asym or int4-asym-g64");
+  cmd->add_option("--dtype", flags->dtype, "Weight storage: f32, bf16, int8, int8-outlier, int4, int4-g64, int4-asym or int4-asym-g64");
   cmd->add_option("--max-batched-tokens", flags->max_batched_tokens, "Token budget per step")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--kv-blocks", flags->kv_blocks, "KV cache blocks of 16 tokens (0 = from the memory budget)")

@@ -10,9 +10,12 @@
 //    not a multiple of the group is shorter.
 //  - int4-asym, int4-asym-g64: the same with an f16 minimum per group too,
 //    u in [0, 15]: w = s * u + min.
+//  - int8-outlier: int8 weights as int8, multiplied LLM.int8()-style: each
+//    activation row is quantised to int8 but for its outlier columns (|x| >
+//    a threshold, default 6), which run in f32 (kernels/cpu/int8_matmul.h).
 //
-// Arithmetic is f32 in every case: quantised weights are dequantised in
-// registers (one rounding) and then used exactly as f32 weights would be.
+// Arithmetic is f32 in every other case: quantised weights are dequantised
+// in registers (one rounding) and then used exactly as f32 weights would be.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +27,7 @@
 
 namespace loragate {
 
-enum class WeightType { kF32, kBF16, kInt8, kInt4, kInt4G64, kInt4Asym, kInt4AsymG64 };
+enum class WeightType { kF32, kBF16, kInt8, kInt8Outlier, kInt4, kInt4G64, kInt4Asym, kInt4AsymG64 };
 
 // The spelling used by config, flags, the admin API and the registry.
 std::string_view weight_type_name(WeightType t);
@@ -37,7 +40,9 @@ inline bool is_int4(WeightType t) {
   return t == WeightType::kInt4 || t == WeightType::kInt4G64 || t == WeightType::kInt4Asym ||
          t == WeightType::kInt4AsymG64;
 }
-inline bool is_quantized(WeightType t) { return t == WeightType::kInt8 || is_int4(t); }
+// int8 weights, dequantised (int8) or multiplied as integers (int8-outlier).
+inline bool is_int8(WeightType t) { return t == WeightType::kInt8 || t == WeightType::kInt8Outlier; }
+inline bool is_quantized(WeightType t) { return is_int8(t) || is_int4(t); }
 // int4: weights per group along K (32 or 64); 0 otherwise.
 inline int int4_group(WeightType t) {
   if (t == WeightType::kInt4 || t == WeightType::kInt4Asym) return 32;

@@ -34,6 +34,7 @@ namespace loragate {
 
 struct EngineOptions {
   WeightType weight_dtype = WeightType::kF32;  // storage of the weights (common/weight_type.h)
+  float outlier_threshold = LlamaModel::kDefaultOutlierThreshold;  // int8-outlier: |x| above runs in f32
   int32_t kv_block_size = 16;                // tokens per KV block
   int32_t kv_num_blocks = 0;                 // KV pool size in blocks; 0 = from kv_cache_bytes
   int64_t kv_cache_bytes = 256ll << 20;      // KV pool budget when kv_num_blocks is 0

@@ -51,11 +51,39 @@ void ensure(std::vector<float>& v, size_t n) {
 LlamaModel::LlamaModel(ModelConfig config, std::unique_ptr<LlamaWeights> weights)
     : config_(std::move(config)), weights_(std::move(weights)), inv_freq_(rope_inv_freq(config_)) {}
 
-Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& dir, WeightType storage, const LoraAdapter* merge) {
+Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& dir, WeightType storage, const LoraAdapter* merge,
+                                                      float outlier_threshold) {
+  if (!(outlier_threshold > 0)) {
+    return Status::invalid_argument("outlier_threshold must be > 0, got " + std::to_string(outlier_threshold));
+  }
   LG_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::load(dir));
   LG_ASSIGN_OR_RETURN(std::unique_ptr<WeightStore> store, WeightStore::open_dir(dir));
   LG_ASSIGN_OR_RETURN(std::unique_ptr<LlamaWeights> weights, LlamaWeights::load(*store, config, storage, merge));
-  return from_parts(std::move(config), std::move(weights));
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model, from_parts(std::move(config), std::move(weights)));
+  model->outlier_threshold_ = outlier_threshold;
+  if (storage == WeightType::kInt8Outlier) {
+    model->outliers_ = std::make_unique<OutlierCounter[]>(static_cast<size_t>(model->config_.num_hidden_layers) + 1);
+  }
+  return model;
+}
+
+std::vector<cpu::OutlierCounts> LlamaModel::outlier_counts() const {
+  std::vector<cpu::OutlierCounts> out;
+  if (outliers_ == nullptr) return out;
+  for (int64_t i = 0; i <= config_.num_hidden_layers; ++i) {
+    const OutlierCounter& c = outliers_[static_cast<size_t>(i)];
+    out.push_back({c.columns.load(std::memory_order_relaxed), c.outliers.load(std::memory_order_relaxed)});
+  }
+  return out;
+}
+
+void LlamaModel::linear(const float* x, int64_t m, int64_t ldx, const cpu::PackedMatrix& w, float* y, int64_t ldy,
+                        size_t counter) const {
+  if (w.storage() != WeightType::kInt8Outlier) return cpu::matmul(x, m, ldx, w, y, ldy);
+  cpu::OutlierCounts counts;
+  cpu::matmul_int8_outlier(x, m, ldx, w, outlier_threshold_, y, ldy, &counts);
+  outliers_[counter].columns.fetch_add(counts.columns, std::memory_order_relaxed);
+  outliers_[counter].outliers.fetch_add(counts.outliers, std::memory_order_relaxed);
 }
 
 Result<std::unique_ptr<LlamaModel>> LlamaModel::from_parts(ModelConfig config,
@@ -184,7 +212,8 @@ Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, ForwardWor
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const LayerWeights& lw = weights_->layers()[l];
     cpu::rmsnorm(ws.hidden.data(), lw.input_norm.data(), ws.normed.data(), T, h, eps);
-    cpu::matmul(ws.normed.data(), T, h, lw.qkv, ws.qkv.data(), qkv_width);
+    const auto layer = static_cast<size_t>(l);
+    linear(ws.normed.data(), T, h, lw.qkv, ws.qkv.data(), qkv_width, layer);
     if (!lw.qkv_bias.empty()) cpu::add_bias(ws.qkv.data(), lw.qkv_bias.data(), T, qkv_width, qkv_width);
     add_lora(l, LoraModule::kQ, ws.normed.data(), h, ws.qkv.data(), qkv_width);
     add_lora(l, LoraModule::kK, ws.normed.data(), h, ws.qkv.data() + q_out, qkv_width);
@@ -195,16 +224,16 @@ Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, ForwardWor
     cpu::rope_rotate_half(ws.qkv.data() + q_out, T, c.num_key_value_heads, c.head_dim, qkv_width,
                           ws.rope_cos.data(), ws.rope_sin.data());
     attention(batch, l, cache, ws);
-    cpu::matmul(ws.attn.data(), T, q_out, lw.o, ws.proj.data(), h);
+    linear(ws.attn.data(), T, q_out, lw.o, ws.proj.data(), h, layer);
     add_lora(l, LoraModule::kO, ws.attn.data(), q_out, ws.proj.data(), h);
     cpu::add_inplace(ws.hidden.data(), ws.proj.data(), T * h);
 
     cpu::rmsnorm(ws.hidden.data(), lw.post_attn_norm.data(), ws.normed.data(), T, h, eps);
-    cpu::matmul(ws.normed.data(), T, h, lw.gate_up, ws.gate_up.data(), 2 * inter);
+    linear(ws.normed.data(), T, h, lw.gate_up, ws.gate_up.data(), 2 * inter, layer);
     add_lora(l, LoraModule::kGate, ws.normed.data(), h, ws.gate_up.data(), 2 * inter);
     add_lora(l, LoraModule::kUp, ws.normed.data(), h, ws.gate_up.data() + inter, 2 * inter);
     cpu::silu_mul(ws.gate_up.data(), ws.act.data(), T, inter);
-    cpu::matmul(ws.act.data(), T, inter, lw.down, ws.proj.data(), h);
+    linear(ws.act.data(), T, inter, lw.down, ws.proj.data(), h, layer);
     add_lora(l, LoraModule::kDown, ws.act.data(), inter, ws.proj.data(), h);
     cpu::add_inplace(ws.hidden.data(), ws.proj.data(), T * h);
   }
@@ -218,7 +247,10 @@ Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, ForwardWor
                  s.num_logits, h, eps);
     rows += s.num_logits;
   }
-  if (rows > 0) cpu::matmul(ws.normed.data(), rows, h, weights_->lm_head(), logits, c.vocab_size);
+  if (rows > 0) {
+    linear(ws.normed.data(), rows, h, weights_->lm_head(), logits, c.vocab_size,
+           static_cast<size_t>(c.num_hidden_layers));
+  }
   return Status::ok();
 }
 

@@ -7,6 +7,7 @@
 // ForwardWorkspace owned by the caller (one per step loop).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -19,6 +20,7 @@
 #include "engine/llama_weights.h"
 #include "adapters/lora_slots.h"
 #include "engine/loader/model_config.h"
+#include "kernels/cpu/int8_matmul.h"
 
 namespace loragate {
 
@@ -33,12 +35,18 @@ class LlamaModel {
  public:
   // Loads config.json, the safetensors weights and converts them to `storage`.
   // With `merge`, that adapter is folded into the weights (see LlamaWeights::load).
+  // `outlier_threshold`: int8-outlier storage runs activations above it in f32.
   static Result<std::unique_ptr<LlamaModel>> load(const std::string& dir, WeightType storage,
-                                                  const LoraAdapter* merge = nullptr);
+                                                  const LoraAdapter* merge = nullptr,
+                                                  float outlier_threshold = kDefaultOutlierThreshold);
+  static constexpr float kDefaultOutlierThreshold = 6.0f;  // LLM.int8()'s
   static Result<std::unique_ptr<LlamaModel>> from_parts(ModelConfig config, std::unique_ptr<LlamaWeights> weights);
 
   const ModelConfig& config() const { return config_; }
   const LlamaWeights& weights() const { return *weights_; }
+  // int8-outlier storage: activation columns seen and run in f32 so far,
+  // per layer (all its projections) and, last, the lm_head. Empty otherwise.
+  std::vector<cpu::OutlierCounts> outlier_counts() const;
 
   // Runs `batch`, writing K/V of its tokens into `cache` at the positions the
   // block tables give, and writes one row of vocab_size logits per wanted
@@ -52,10 +60,19 @@ class LlamaModel {
   LlamaModel(ModelConfig config, std::unique_ptr<LlamaWeights> weights);
   void compute_rope(const ForwardBatch& batch, ForwardWorkspace& ws) const;
   void attention(const ForwardBatch& batch, int64_t layer, KvCache& cache, ForwardWorkspace& ws) const;
+  // y = x · wᵀ, the W8A8 product for int8-outlier storage (counted under `counter`).
+  void linear(const float* x, int64_t m, int64_t ldx, const cpu::PackedMatrix& w, float* y, int64_t ldy,
+              size_t counter) const;
+
+  struct OutlierCounter {
+    std::atomic<int64_t> columns{0}, outliers{0};
+  };
 
   ModelConfig config_;
   std::unique_ptr<LlamaWeights> weights_;
   std::vector<float> inv_freq_;  // [head_dim / 2], rope_scaling applied
+  float outlier_threshold_ = kDefaultOutlierThreshold;
+  mutable std::unique_ptr<OutlierCounter[]> outliers_;  // layers + 1 (lm_head), int8-outlier storage only
 };
 
 }  // namespace loragate

@@ -5,7 +5,8 @@
 // through: f32, bf16, or quantised to int8 / int4 (common/weight_type.h).
 // Arithmetic is always f32 with FMA: a quantised weight is dequantised in
 // registers with one rounding, so matmul over a quantised matrix gives
-// exactly what it gives over the f32 matrix of its at() values.
+// exactly what it gives over the f32 matrix of its at() values. (That holds
+// for int8-outlier storage too; its W8A8 product is matmul_int8_outlier().)
 //
 // Batch invariance (a contract the engine relies on): every output element
 // y[m][n] is computed with the same sequence of floating-point operations

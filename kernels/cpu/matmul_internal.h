@@ -53,7 +53,8 @@ inline int64_t panel_bytes(WeightType t, int64_t k) {
   switch (t) {
     case WeightType::kF32: return k * kNR * 4;
     case WeightType::kBF16: return k * kNR * 2;
-    case WeightType::kInt8: return kInt8ScaleBytes + int8_quads(k) * kNR * 4;
+    case WeightType::kInt8:
+    case WeightType::kInt8Outlier: return kInt8ScaleBytes + int8_quads(k) * kNR * 4;
     default: return int4_blocks(t, k) * int4_block_bytes(t);
   }
 }

@@ -120,7 +120,7 @@ void pack_int4_row(WeightType t, const float* row, int64_t cols, int64_t j, uint
 namespace detail {
 
 float dequantize(WeightType t, const uint8_t* panel, int j, int64_t c) {
-  if (t == WeightType::kInt8) {
+  if (is_int8(t)) {
     const float scale = reinterpret_cast<const float*>(panel)[j];
     const uint8_t* lines = panel + kInt8ScaleBytes + (j / 16) * 64 + (j % 16) * 4;
     return static_cast<float>(static_cast<int8_t>(lines[(c / 4) * kNR * 4 + c % 4])) * scale;
@@ -174,7 +174,8 @@ PackedMatrix PackedMatrix::pack_rows(const RowSource& source, int64_t rows, int6
         switch (storage) {
           case WeightType::kF32: pack_float_row(false, row.data(), cols, j, panel); break;
           case WeightType::kBF16: pack_float_row(true, row.data(), cols, j, panel); break;
-          case WeightType::kInt8: pack_int8_row(row.data(), cols, j, panel); break;
+          case WeightType::kInt8:
+          case WeightType::kInt8Outlier: pack_int8_row(row.data(), cols, j, panel); break;
           default: pack_int4_row(storage, row.data(), cols, j, panel); break;
         }
       }

@@ -313,7 +313,8 @@ void run(const Tile* tiles, int ntiles, int64_t ldy, const PackedMatrix& w, int6
 void run_quant_panels_avx2(const Tile* tiles, int ntiles, int64_t ldy, const PackedMatrix& w, int64_t p_begin,
                            int64_t p_end) {
   switch (w.storage()) {
-    case WeightType::kInt8: run<0, false>(tiles, ntiles, ldy, w, p_begin, p_end); break;
+    case WeightType::kInt8:
+    case WeightType::kInt8Outlier: run<0, false>(tiles, ntiles, ldy, w, p_begin, p_end); break;
     case WeightType::kInt4: run<32, false>(tiles, ntiles, ldy, w, p_begin, p_end); break;
     case WeightType::kInt4G64: run<64, false>(tiles, ntiles, ldy, w, p_begin, p_end); break;
     case WeightType::kInt4Asym: run<32, true>(tiles, ntiles, ldy, w, p_begin, p_end); break;
