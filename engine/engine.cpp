@@ -66,7 +66,8 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& model_dir, const
     LG_ASSIGN_OR_RETURN(const ModelConfig config, ModelConfig::load(model_dir));  // before the weights: cheap
     LG_RETURN_IF_ERROR(check_tokenizer_fits(config, *tokenizer, model_dir));
   }
-  LG_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model, LlamaModel::load(model_dir, options.weight_dtype, merge, options.outlier_threshold));
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model,
+                      LlamaModel::load(model_dir, options.weight_dtype, merge, options.outlier_threshold));
   LG_ASSIGN_OR_RETURN(KvCache cache, KvCache::create(model->config(), options.kv_block_size, options.kv_num_blocks,
                                                      options.kv_cache_bytes));
   return std::unique_ptr<Engine>(new Engine(options, std::move(model), std::move(tokenizer), std::move(cache)));
