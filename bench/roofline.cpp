@@ -15,6 +15,7 @@
 #include <new>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/thread_pool.h"
 
@@ -23,12 +24,6 @@ namespace {
 
 double seconds_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
 }
 
 // ---- Triad ------------------------------------------------------------------

@@ -16,7 +16,7 @@
 namespace loragate::eval {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kNoEstimate = std::numeric_limits<double>::quiet_NaN();
 
 // --- the metrics each section knows ------------------------------------------
 
@@ -284,7 +284,7 @@ const char* phrase(Verdict v, bool lower_bound, bool absolute) {
 
 // One arm's per-item (or per-row) values of a metric, and how a draw of
 // indices turns them into the metric.
-struct Series {
+struct ArmSeries {
   enum class Stat { kRatio, kExpRatio, kQuantile };
   Stat stat = Stat::kRatio;
   double q = 0.5;               // kQuantile
@@ -297,7 +297,7 @@ struct Series {
       case Stat::kExpRatio: return std::exp(sample_ratio(num, den, sample));
       case Stat::kQuantile: return sample_quantile(num, sample, q);
     }
-    return kNaN;
+    return kNoEstimate;
   }
   double den_sum() const {
     double s = 0;
@@ -334,9 +334,9 @@ ItemPairs pair_items(const ArmResult& candidate, const ArmResult& reference) {
 }
 
 // A scenario metric of one side (first = candidate, second = reference) of the pairs.
-Series item_series(const ItemPairs& pairs, bool candidate, const std::string& metric) {
-  Series s;
-  if (metric == "perplexity") s.stat = Series::Stat::kExpRatio;
+ArmSeries item_series(const ItemPairs& pairs, bool candidate, const std::string& metric) {
+  ArmSeries s;
+  if (metric == "perplexity") s.stat = ArmSeries::Stat::kExpRatio;
   for (const auto& p : pairs) {
     const ItemResult& it = candidate ? *p.first : *p.second;
     double num = 0, den = 1;
@@ -360,7 +360,7 @@ Series item_series(const ItemPairs& pairs, bool candidate, const std::string& me
 }
 
 // Why a scenario metric cannot be judged on these series; "" when it can.
-std::string missing_data(const std::string& metric, const Series& candidate, const Series& reference) {
+std::string missing_data(const std::string& metric, const ArmSeries& candidate, const ArmSeries& reference) {
   if (candidate.num.empty()) return "no items in common";
   if (metric == "keyword_rate" && (candidate.den_sum() == 0 || reference.den_sum() == 0)) {
     return "no item has a keyword rule";
@@ -398,7 +398,7 @@ struct Comparison {
   std::string unit;            // "items" or "rows"
   std::string where;           // names the gate in skipped lines: "mia recorded nll_mean"
   Format format = Format::kNumber;
-  Series candidate, reference;
+  ArmSeries candidate, reference;
 };
 
 class Judge {
@@ -541,7 +541,7 @@ void judge_latency(Judge& judge, const LatencyGates& gates, double floor_ms, con
     c.unit = "items";
     c.format = Format::kMs;
     c.where = scenario + " " + c.metric;
-    c.candidate.stat = c.reference.stat = Series::Stat::kQuantile;
+    c.candidate.stat = c.reference.stat = ArmSeries::Stat::kQuantile;
     c.candidate.q = c.reference.q = kLatencySources[k].q;
     // 0 is "not measured" (e.g. no time per output token after a single
     // token), so such items leave both arms' quantiles.
@@ -588,7 +588,7 @@ void judge_generic(Judge& judge, const GenericGates& gates, const GenericResult&
     c.unit = "rows";
     c.format = m.format;
     c.where = "generic " + c.metric;
-    const Series::Stat stat = std::string(m.name) == "perplexity" ? Series::Stat::kExpRatio : Series::Stat::kRatio;
+    const ArmSeries::Stat stat = std::string(m.name) == "perplexity" ? ArmSeries::Stat::kExpRatio : ArmSeries::Stat::kRatio;
     c.candidate.stat = c.reference.stat = stat;
     c.candidate.num = candidate.row_nll_sum;
     c.reference.num = online.row_nll_sum;
@@ -822,7 +822,7 @@ std::vector<GateResult> evaluate_gates(const GateConfig& config, const RunResult
     g.against = "online";
     g.rule = "required";
     g.verdict = Verdict::kInconclusive;
-    g.estimate = g.low = g.high = kNaN;
+    g.estimate = g.low = g.high = kNoEstimate;
     g.why = "no base-quality data (no generic set scored, no arms without adapters): scenario metrics after "
             "retraining cannot show a damaged base";
     judge.add(std::move(g));

@@ -16,16 +16,10 @@
 
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/ops_internal.h"
+#include "tests/kernels/float_bits.h"
 
 namespace loragate::cpu::detail {
 namespace {
-
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-bool same(float a, float b) {
-  return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b) || (std::isnan(a) && std::isnan(b));
-}
 
 float exp_on(Isa isa, float x) {
   float y;

@@ -18,12 +18,11 @@
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/ops_internal.h"
 #include "tests/kernels/attention_reference.h"
+#include "tests/kernels/float_bits.h"
 
 namespace loragate::cpu::detail {
 namespace {
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr double kUlp1 = 0x1p-23;  // float ulp at 1: the tolerances below are multiples of it
 
 std::vector<float> random_floats(size_t n, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
@@ -31,11 +30,6 @@ std::vector<float> random_floats(size_t n, std::mt19937& rng, float lo = -1.0f, 
   std::vector<float> v(n);
   for (float& f : v) f = d(rng);
   return v;
-}
-
-// Equal bits, or both NaN (a NaN's payload is not part of any contract).
-bool same(float a, float b) {
-  return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b) || (std::isnan(a) && std::isnan(b));
 }
 
 // The first element where `got` differs from the scalar path's `want`.

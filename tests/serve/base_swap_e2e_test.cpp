@@ -31,7 +31,7 @@ namespace {
 using nlohmann::json;
 using testing::ServerProcess;
 
-constexpr const char* kToken = "swap-token";
+constexpr const char* kSwapToken = "swap-token";
 const char* const kScenarios[] = {"mia", "cat", "sunny"};
 
 std::string eval_dir() { return testing::shared_dir() + "/eval"; }
@@ -97,7 +97,7 @@ class BaseSwapTest : public ::testing::Test {
   }
 
   std::string start(ServerProcess& p) {
-    const std::string url = p.start({"--config", dir_ + "/config.yaml", "--admin-token", kToken});
+    const std::string url = p.start({"--config", dir_ + "/config.yaml", "--admin-token", kSwapToken});
     EXPECT_FALSE(url.empty()) << p.output();
     return url;
   }
@@ -107,7 +107,7 @@ class BaseSwapTest : public ::testing::Test {
     auto c = client::HttpClient::create(url);
     EXPECT_TRUE(c.is_ok());
     auto r = c->request(method, target, body.is_null() ? "" : body.dump(),
-                        {{"Authorization", std::string("Bearer ") + kToken}});
+                        {{"Authorization", std::string("Bearer ") + kSwapToken}});
     EXPECT_TRUE(r.is_ok()) << r.status().to_string();
     return r.is_ok() ? *r : client::HttpResult{};
   }
@@ -313,7 +313,7 @@ TEST_F(BaseSwapTest, KillDuringPromoteRestartsOnExactlyOneBase) {
     std::thread promote([&] {
       auto c = client::HttpClient::create(url);
       (void)c->request("POST", "/admin/bases/candidate-good/promote", R"({"force": true})",
-                       {{"Authorization", std::string("Bearer ") + kToken}});
+                       {{"Authorization", std::string("Bearer ") + kSwapToken}});
     });
     std::this_thread::sleep_for(std::chrono::microseconds(round == 0 ? 0 : 500 << round));
     server.kill_now();

@@ -12,6 +12,7 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/unicode.h"
 #include "tests/test_util.h"
+#include "tests/tokenizer/token_ids.h"
 
 namespace loragate {
 namespace {
@@ -40,7 +41,6 @@ std::string bpe_json(const std::string& vocab, const std::string& merges, const 
          R"(, "merges": )" + merges + model_extra + "}}";
 }
 
-std::vector<int32_t> ids(std::initializer_list<int32_t> l) { return l; }
 
 // ---- features ----------------------------------------------------------------
 

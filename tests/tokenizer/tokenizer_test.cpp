@@ -11,6 +11,7 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/unicode.h"
 #include "tests/test_util.h"
+#include "tests/tokenizer/token_ids.h"
 
 namespace loragate {
 namespace {
@@ -20,8 +21,6 @@ std::unique_ptr<Tokenizer> load_shared(const std::string& relative_dir) {
   EXPECT_TRUE(loaded.is_ok()) << loaded.status().to_string();
   return loaded.is_ok() ? std::move(loaded).value() : nullptr;
 }
-
-std::vector<int32_t> ids(std::initializer_list<int32_t> l) { return l; }
 
 // ---- production files ----------------------------------------------------------
 
