@@ -260,7 +260,9 @@ TEST(ChatTemplate, LimitsGiveResourceExhaustedNotACrash) {
 }
 
 // Work that no single loop limit catches: quadratic copying, or many steps
-// per iteration. Each stops within a second, naming the budget it ran out of.
+// per iteration. Each stops naming the budget it ran out of, within seconds
+// (the slowest took 2.1 s on a degraded shared machine, hence 8 s and not 1),
+// where the unbudgeted quadratic cases would copy tens of GB.
 TEST(ChatTemplate, HostileTemplatesStopFastNamingTheBudget) {
   struct Case {
     const char* tmpl;
@@ -293,7 +295,7 @@ TEST(ChatTemplate, HostileTemplatesStopFastNamingTheBudget) {
     ASSERT_FALSE(got.is_ok());
     EXPECT_EQ(got.status().code(), StatusCode::kResourceExhausted) << got.status().to_string();
     EXPECT_NE(got.status().message().find(c.budget), std::string::npos) << got.status().to_string();
-    EXPECT_LT(seconds, 1.0);
+    EXPECT_LT(seconds, 8.0);
   }
 }
 
