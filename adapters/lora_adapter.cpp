@@ -122,6 +122,10 @@ Status read_matrix(const TensorView& t, const std::vector<int64_t>& want, int ra
                                     shape_str(want) + " for this base model (was the adapter "
                                     "trained for another base?)");
   }
+  if (!is_float_dtype(t.dtype)) {
+    return Status::invalid_argument(where + " is " + std::string(dtype_name(t.dtype)) +
+                                    ", expected a float tensor (F32, F16 or BF16)");
+  }
   const size_t n = static_cast<size_t>(want[0] * want[1]);
   out->resize(n);
   convert_to_f32(t.dtype, t.data, out->data(), n);

@@ -1,38 +1,8 @@
 #include "bases/serving_base.h"
 
-#include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <vector>
-
 #include "common/sha256.h"
 
 namespace loragate {
-
-namespace fs = std::filesystem;
-
-Result<std::string> sha256_of_weights(const std::string& model_dir) {
-  std::vector<fs::path> files;
-  std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator(model_dir, ec)) {
-    if (e.is_regular_file() && e.path().extension() == ".safetensors") files.push_back(e.path());
-  }
-  if (ec) return Status::io_error("cannot list " + model_dir + ": " + ec.message());
-  if (files.empty()) return Status::not_found("no *.safetensors weights in " + model_dir);
-  std::sort(files.begin(), files.end());
-  Sha256 hasher;
-  std::vector<char> buffer(1 << 20);
-  for (const fs::path& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    if (!in) return Status::io_error("cannot read " + f.string());
-    while (in) {
-      in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-      hasher.update(buffer.data(), static_cast<size_t>(in.gcount()));
-    }
-    if (in.bad()) return Status::io_error("read error in " + f.string());
-  }
-  return hasher.finish_hex();
-}
 
 Result<std::shared_ptr<ServingBase>> ServingBase::load(const BaseSpec& spec, const EngineOptions& options,
                                                        std::shared_ptr<ComputeGate> gate, bool serving) {

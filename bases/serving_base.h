@@ -73,9 +73,5 @@ class ServingBase {
   std::atomic<int64_t> in_flight_{0};
 };
 
-// The SHA-256 of a model directory's weights: of model.safetensors alone (so
-// it equals `sha256sum model.safetensors`), or of every *.safetensors shard
-// concatenated in name order.
-Result<std::string> sha256_of_weights(const std::string& model_dir);
 
 }  // namespace loragate

@@ -8,6 +8,7 @@ namespace loragate::cli {
 void add_generate_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_synth_model_command(CLI::App& app);
+void add_quantize_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_admin_commands(CLI::App& app);        // adapter add|rm|ls, scenario set|rm|ls, base ...
 void add_base_commands(CLI::App& app);

@@ -7,6 +7,8 @@ std::string_view dtype_name(DType t) {
     case DType::kF32: return "F32";
     case DType::kF16: return "F16";
     case DType::kBF16: return "BF16";
+    case DType::kI8: return "I8";
+    case DType::kU8: return "U8";
   }
   return "?";
 }
@@ -64,6 +66,12 @@ void convert_to_f32(DType src_type, const void* src, float* dst, size_t n) {
     case DType::kF32: std::memcpy(dst, src, n * sizeof(float)); return;
     case DType::kBF16: for (size_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(u16[i]); return;
     case DType::kF16: for (size_t i = 0; i < n; ++i) dst[i] = f16_to_f32(u16[i]); return;
+    case DType::kI8:
+      for (size_t i = 0; i < n; ++i) dst[i] = static_cast<const int8_t*>(src)[i];
+      return;
+    case DType::kU8:
+      for (size_t i = 0; i < n; ++i) dst[i] = static_cast<const uint8_t*>(src)[i];
+      return;
   }
 }
 

@@ -2,14 +2,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <type_traits>
+
+#include "engine/quantized_file.h"
 
 namespace loragate {
 namespace {
-
-std::string layer_key(int64_t layer, const char* suffix) {
-  return "model.layers." + std::to_string(layer) + "." + suffix;
-}
 
 // Loading converts tensor by tensor straight from the mapped file and
 // releases each tensor's file pages once converted: no tensor is ever copied
@@ -127,15 +126,47 @@ void convert_table(const WeightStore& store, const TensorView& t, std::vector<St
   store.release(t.data, t.nbytes);
 }
 
+// Reads the linear weights: float tensors packed (quantised, if at all, as
+// they are) or, from a `loragate quantize` file, quantised ones as they are.
+class MatrixReader {
+ public:
+  MatrixReader(const WeightStore& store, std::optional<WeightType> file_type, WeightType storage)
+      : store_(store), file_type_(file_type), storage_(storage) {}
+
+  // The matrix stacked from `parts` (each [rows_i, cols]), each with its
+  // LoRA merged in when given (float files only).
+  Result<cpu::PackedMatrix> stacked(const std::vector<LinearTensor>& parts,
+                                    const std::vector<const LoraWeights*>& merges = {}) const {
+    if (file_type_) return pack_quantized_file_matrix(store_, parts, *file_type_, storage_);
+    std::vector<Part> tensors;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      LG_ASSIGN_OR_RETURN(const TensorView* t, store_.require(parts[i].name, {parts[i].rows, parts[i].cols}));
+      tensors.push_back({t, i < merges.size() ? merges[i] : nullptr});
+    }
+    return pack_stacked(store_, tensors, storage_);
+  }
+
+ private:
+  const WeightStore& store_;
+  std::optional<WeightType> file_type_;
+  WeightType storage_;
+};
+
 }  // namespace
 
 Result<std::unique_ptr<LlamaWeights>> LlamaWeights::load(const WeightStore& store, const ModelConfig& c,
                                                          WeightType storage, const LoraAdapter* merge) {
+  LG_ASSIGN_OR_RETURN(std::optional<WeightType> file_type, quantized_file_type(store));
+  if (file_type) {
+    LG_RETURN_IF_ERROR(check_quantized_storage(*file_type, storage, store.dir()));
+    if (merge != nullptr) return Status::unsupported("an adapter cannot be merged into quantised weights");
+  }
+  const MatrixReader matrices(store, file_type, storage);
   auto w = std::unique_ptr<LlamaWeights>(new LlamaWeights());
   w->storage_ = storage;
   w->hidden_ = c.hidden_size;
   const int64_t h = c.hidden_size, q_out = c.num_attention_heads * c.head_dim,
-                kv_out = c.num_key_value_heads * c.head_dim, inter = c.intermediate_size;
+                kv_out = c.num_key_value_heads * c.head_dim;
 
   LG_ASSIGN_OR_RETURN(const TensorView* embed, store.require("model.embed_tokens.weight", {c.vocab_size, h}));
   // Only gathered a row per token, so quantised bases keep the table in bf16.
@@ -145,22 +176,16 @@ Result<std::unique_ptr<LlamaWeights>> LlamaWeights::load(const WeightStore& stor
     convert_table(store, *embed, w->embed_f32_);
   }
 
+  const std::vector<LinearTensor> linears = linear_tensors(c);  // 7 per layer, then lm_head
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     LayerWeights lw;
-    LG_ASSIGN_OR_RETURN(const TensorView* in_norm, store.require(layer_key(l, "input_layernorm.weight"), {h}));
+    LG_ASSIGN_OR_RETURN(const TensorView* in_norm, store.require(layer_tensor_name(l, "input_layernorm.weight"), {h}));
     LG_ASSIGN_OR_RETURN(const TensorView* post_norm,
-                        store.require(layer_key(l, "post_attention_layernorm.weight"), {h}));
-    LG_ASSIGN_OR_RETURN(const TensorView* q, store.require(layer_key(l, "self_attn.q_proj.weight"), {q_out, h}));
-    LG_ASSIGN_OR_RETURN(const TensorView* k, store.require(layer_key(l, "self_attn.k_proj.weight"), {kv_out, h}));
-    LG_ASSIGN_OR_RETURN(const TensorView* v, store.require(layer_key(l, "self_attn.v_proj.weight"), {kv_out, h}));
-    LG_ASSIGN_OR_RETURN(const TensorView* o, store.require(layer_key(l, "self_attn.o_proj.weight"), {h, q_out}));
-    LG_ASSIGN_OR_RETURN(const TensorView* gate, store.require(layer_key(l, "mlp.gate_proj.weight"), {inter, h}));
-    LG_ASSIGN_OR_RETURN(const TensorView* up, store.require(layer_key(l, "mlp.up_proj.weight"), {inter, h}));
-    LG_ASSIGN_OR_RETURN(const TensorView* down, store.require(layer_key(l, "mlp.down_proj.weight"), {h, inter}));
+                        store.require(layer_tensor_name(l, "post_attention_layernorm.weight"), {h}));
     if (c.attention_bias) {
-      LG_ASSIGN_OR_RETURN(const TensorView* qb, store.require(layer_key(l, "self_attn.q_proj.bias"), {q_out}));
-      LG_ASSIGN_OR_RETURN(const TensorView* kb, store.require(layer_key(l, "self_attn.k_proj.bias"), {kv_out}));
-      LG_ASSIGN_OR_RETURN(const TensorView* vb, store.require(layer_key(l, "self_attn.v_proj.bias"), {kv_out}));
+      LG_ASSIGN_OR_RETURN(const TensorView* qb, store.require(layer_tensor_name(l, "self_attn.q_proj.bias"), {q_out}));
+      LG_ASSIGN_OR_RETURN(const TensorView* kb, store.require(layer_tensor_name(l, "self_attn.k_proj.bias"), {kv_out}));
+      LG_ASSIGN_OR_RETURN(const TensorView* vb, store.require(layer_tensor_name(l, "self_attn.v_proj.bias"), {kv_out}));
       for (const TensorView* b : {qb, kb, vb}) {
         std::vector<float> part = take_f32(store, *b);
         lw.qkv_bias.insert(lw.qkv_bias.end(), part.begin(), part.end());
@@ -169,24 +194,27 @@ Result<std::unique_ptr<LlamaWeights>> LlamaWeights::load(const WeightStore& stor
     lw.input_norm = take_f32(store, *in_norm);
     lw.post_attn_norm = take_f32(store, *post_norm);
     auto merged = [&](LoraModule m) { return merge != nullptr ? merge->weights(l, m) : nullptr; };
-    lw.qkv = pack_stacked(
-        store, {{q, merged(LoraModule::kQ)}, {k, merged(LoraModule::kK)}, {v, merged(LoraModule::kV)}}, storage);
-    lw.o = pack_stacked(store, {{o, merged(LoraModule::kO)}}, storage);
-    lw.gate_up = pack_stacked(store, {{gate, merged(LoraModule::kGate)}, {up, merged(LoraModule::kUp)}}, storage);
-    lw.down = pack_stacked(store, {{down, merged(LoraModule::kDown)}}, storage);
+    const LinearTensor* layer = &linears[static_cast<size_t>(l) * 7];  // q k v o gate up down
+    LG_ASSIGN_OR_RETURN(lw.qkv, matrices.stacked({layer[0], layer[1], layer[2]},
+                                                 {merged(LoraModule::kQ), merged(LoraModule::kK),
+                                                  merged(LoraModule::kV)}));
+    LG_ASSIGN_OR_RETURN(lw.o, matrices.stacked({layer[3]}, {merged(LoraModule::kO)}));
+    LG_ASSIGN_OR_RETURN(lw.gate_up,
+                        matrices.stacked({layer[4], layer[5]}, {merged(LoraModule::kGate), merged(LoraModule::kUp)}));
+    LG_ASSIGN_OR_RETURN(lw.down, matrices.stacked({layer[6]}, {merged(LoraModule::kDown)}));
     w->layers_.push_back(std::move(lw));
   }
 
   LG_ASSIGN_OR_RETURN(const TensorView* norm, store.require("model.norm.weight", {h}));
   w->final_norm_ = take_f32(store, *norm);
-  const TensorView* head = store.find("lm_head.weight");
-  if (head != nullptr) {
-    LG_ASSIGN_OR_RETURN(head, store.require("lm_head.weight", {c.vocab_size, h}));
-    w->lm_head_ = pack_stacked(store, {{head}}, storage);
+  const LinearTensor& head = linears.back();
+  if (file_type || store.find(head.name) != nullptr) {
+    // A quantised file always holds its lm_head (tied or not).
+    LG_ASSIGN_OR_RETURN(w->lm_head_, matrices.stacked({head}));
   } else if (c.tie_word_embeddings && is_quantized(storage)) {
     // Quantised from the file's values, not the bf16 table (its pages were
     // released and are read back a panel at a time).
-    w->lm_head_ = pack_stacked(store, {{embed}}, storage);
+    LG_ASSIGN_OR_RETURN(w->lm_head_, matrices.stacked({{embed->name, c.vocab_size, h}}));
   } else if (c.tie_word_embeddings) {
     // From the table already converted, not the file again: bf16 storage
     // repacks its own bf16 values unchanged, as from the file's.

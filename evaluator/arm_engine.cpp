@@ -4,6 +4,8 @@
 #include <map>
 #include <mutex>
 
+#include "common/sha256.h"
+
 namespace loragate::eval {
 namespace {
 

@@ -73,6 +73,8 @@ bool parse_dtype(const std::string& s, DType* out) {
   if (s == "F32") *out = DType::kF32;
   else if (s == "F16") *out = DType::kF16;
   else if (s == "BF16") *out = DType::kBF16;
+  else if (s == "I8") *out = DType::kI8;
+  else if (s == "U8") *out = DType::kU8;
   else return false;
   return true;
 }
@@ -231,7 +233,7 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
       const std::string dtype_str = dt->get<std::string>();
       if (!parse_dtype(dtype_str, &view.dtype)) {
         return Status::unsupported(where + ": dtype '" + dtype_str +
-                                   "' is not supported (supported: F32, F16, BF16)");
+                                   "' is not supported (supported: F32, F16, BF16, I8, U8)");
       }
       auto sh = entry.find("shape");
       if (sh == entry.end() || !sh->is_array()) {
@@ -408,8 +410,8 @@ const TensorView* WeightStore::find(const std::string& name) const {
   return it == by_name_.end() ? nullptr : it->second;
 }
 
-Result<const TensorView*> WeightStore::require(const std::string& name,
-                                               const std::vector<int64_t>& shape) const {
+Result<const TensorView*> WeightStore::require_any(const std::string& name,
+                                                   const std::vector<int64_t>& shape) const {
   const TensorView* t = find(name);
   if (t == nullptr) return Status::not_found("tensor '" + name + "' missing from " + dir_);
   if (t->shape != shape) {
@@ -417,6 +419,36 @@ Result<const TensorView*> WeightStore::require(const std::string& name,
                                     shape_string(t->shape) + ", expected " + shape_string(shape));
   }
   return t;
+}
+
+Result<const TensorView*> WeightStore::require(const std::string& name,
+                                               const std::vector<int64_t>& shape) const {
+  LG_ASSIGN_OR_RETURN(const TensorView* t, require_any(name, shape));
+  if (!is_float_dtype(t->dtype)) {
+    return Status::invalid_argument("tensor '" + name + "' in " + t->file + " is " +
+                                    std::string(dtype_name(t->dtype)) +
+                                    ", expected a float tensor (F32, F16 or BF16)");
+  }
+  return t;
+}
+
+Result<const TensorView*> WeightStore::require(const std::string& name, DType dtype,
+                                               const std::vector<int64_t>& shape) const {
+  LG_ASSIGN_OR_RETURN(const TensorView* t, require_any(name, shape));
+  if (t->dtype != dtype) {
+    return Status::invalid_argument("tensor '" + name + "' in " + t->file + " is " +
+                                    std::string(dtype_name(t->dtype)) + ", expected " +
+                                    std::string(dtype_name(dtype)));
+  }
+  return t;
+}
+
+std::string WeightStore::metadata(const std::string& key) const {
+  for (const auto& file : files_) {
+    auto it = file->metadata().find(key);
+    if (it != file->metadata().end()) return it->second;
+  }
+  return "";
 }
 
 void WeightStore::release(const void* data, size_t nbytes) const {

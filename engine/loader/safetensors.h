@@ -68,14 +68,22 @@ class WeightStore {
   // the shard the index names).
   static Result<std::unique_ptr<WeightStore>> open_dir(const std::string& dir);
   const TensorView* find(const std::string& name) const;
-  // Finds `name` and checks its shape; the error names the tensor, the
-  // expected and the actual shape, and the file.
+  // Finds the float (F32, F16 or BF16) tensor `name` and checks its shape;
+  // the error names the tensor, the expected and the actual shape or dtype,
+  // and the file.
   Result<const TensorView*> require(const std::string& name, const std::vector<int64_t>& shape) const;
+  // The same for a tensor that must be of exactly `dtype`.
+  Result<const TensorView*> require(const std::string& name, DType dtype, const std::vector<int64_t>& shape) const;
+  // The `__metadata__` value of `key` in the first file that has it; "" when none does.
+  std::string metadata(const std::string& key) const;
   std::vector<std::string> names() const;
+  const std::string& dir() const { return dir_; }
   // SafetensorsFile::release on whichever file holds [data, data + nbytes).
   void release(const void* data, size_t nbytes) const;
 
  private:
+  Result<const TensorView*> require_any(const std::string& name, const std::vector<int64_t>& shape) const;
+
   std::string dir_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, const TensorView*> by_name_;

@@ -24,6 +24,7 @@
 
 #include "common/dtype.h"
 #include "common/weight_type.h"
+#include "kernels/cpu/quantize.h"
 
 namespace loragate::cpu {
 
@@ -43,6 +44,16 @@ class PackedMatrix {
     virtual void rows_packed(int64_t /*begin*/, int64_t /*end*/) const {}
   };
 
+  // The rows of a matrix already quantised (a `loragate quantize` file):
+  // the same contract as RowSource, each row's levels and scales as
+  // kernels/cpu/quantize.h describes them.
+  class QuantizedRowSource {
+   public:
+    virtual ~QuantizedRowSource() = default;
+    virtual void read_row(int64_t row, QuantizedRow& out) const = 0;
+    virtual void rows_packed(int64_t /*begin*/, int64_t /*end*/) const {}
+  };
+
   PackedMatrix() = default;
   // Packs a row-major [rows, cols] matrix of `src_dtype` (F32, F16 or BF16)
   // into `storage` (bf16 rounds to nearest even; quantised types compute
@@ -51,6 +62,10 @@ class PackedMatrix {
   // Packs the [rows, cols] matrix `source` gives, row by row, into `storage`;
   // the same layout and values as pack() of those rows in f32.
   static PackedMatrix pack_rows(const RowSource& source, int64_t rows, int64_t cols, WeightType storage);
+  // Packs rows quantised already into quantised `storage`: the same bytes as
+  // pack_rows() of the values they were quantised from.
+  static PackedMatrix pack_quantized(const QuantizedRowSource& source, int64_t rows, int64_t cols,
+                                     WeightType storage);
 
   int64_t rows() const { return rows_; }  // out features (N)
   int64_t cols() const { return cols_; }  // in features (K)
@@ -65,6 +80,11 @@ class PackedMatrix {
   float at(int64_t r, int64_t c) const;
 
  private:
+  // Allocates a zeroed [rows, cols] `storage` matrix and calls
+  // fill(first_row, rows_in_panel, panel) for each panel, from compute_pool() threads.
+  template <typename FillPanel>
+  static PackedMatrix build(int64_t rows, int64_t cols, WeightType storage, const FillPanel& fill);
+
   struct FreeDeleter { void operator()(void* p) const; };
   int64_t rows_ = 0, cols_ = 0;
   WeightType storage_ = WeightType::kF32;

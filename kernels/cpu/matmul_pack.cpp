@@ -13,6 +13,7 @@
 
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_internal.h"
+#include "kernels/cpu/quantize.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace loragate::cpu {
@@ -53,8 +54,6 @@ class DenseRows final : public PackedMatrix::RowSource {
   size_t row_bytes_;
 };
 
-constexpr float kF16Max = 65504.0f;
-
 // Writes row j (cols f32 values) of a panel in f32 or bf16.
 void pack_float_row(bool bf16, const float* row, int64_t cols, int64_t j, uint8_t* panel) {
   if (bf16) {
@@ -66,51 +65,26 @@ void pack_float_row(bool bf16, const float* row, int64_t cols, int64_t j, uint8_
   }
 }
 
-// int8: symmetric per row, q = round(w / s) with s = max |w| / 127.
-void pack_int8_row(const float* row, int64_t cols, int64_t j, uint8_t* panel) {
-  float amax = 0;
-  for (int64_t k = 0; k < cols; ++k) amax = std::max(amax, std::fabs(row[k]));
-  const float scale = amax / 127.0f;
-  reinterpret_cast<float*>(panel)[j] = scale;
-  uint8_t* lines = panel + detail::kInt8ScaleBytes + (j / 16) * 64 + (j % 16) * 4;
-  for (int64_t k = 0; k < cols; ++k) {
-    const float q = scale > 0 ? std::clamp(std::nearbyint(row[k] / scale), -127.0f, 127.0f) : 0.0f;
-    lines[(k / 4) * kNR * 4 + k % 4] = static_cast<uint8_t>(static_cast<int8_t>(q));
+// Writes the quantised row j into its panel: int8 scale then levels in
+// quads of k; int4 per group of k, the scale (and minimum) then the levels
+// two to a byte, even k in the low nibble.
+void place_quantized_row(WeightType t, const QuantizedRow& q, int64_t cols, int64_t j, uint8_t* panel) {
+  if (is_int8(t)) {
+    reinterpret_cast<float*>(panel)[j] = q.scale;
+    uint8_t* lines = panel + detail::kInt8ScaleBytes + (j / 16) * 64 + (j % 16) * 4;
+    for (int64_t k = 0; k < cols; ++k) lines[(k / 4) * kNR * 4 + k % 4] = q.levels[static_cast<size_t>(k)];
+    return;
   }
-}
-
-// int4: per group of k, the f16 scale (and minimum) first, then u = round((w - min) / s)
-// computed with the stored, f16-rounded values, so that dequantising gives the nearest level.
-void pack_int4_row(WeightType t, const float* row, int64_t cols, int64_t j, uint8_t* panel) {
   const int64_t group = int4_group(t), block = detail::int4_block_bytes(t);
   const bool asym = int4_asymmetric(t);
-  for (int64_t g0 = 0; g0 < cols; g0 += group) {
-    const int64_t g1 = std::min(cols, g0 + group);
-    uint8_t* b = panel + (g0 / group) * block;
-    float scale, minimum;
-    if (asym) {
-      float lo = row[g0], hi = row[g0];
-      for (int64_t k = g0; k < g1; ++k) lo = std::min(lo, row[k]), hi = std::max(hi, row[k]);
-      const uint16_t s16 = f32_to_f16(std::min((hi - lo) / 15.0f, kF16Max));
-      const uint16_t m16 = f32_to_f16(std::clamp(lo, -kF16Max, kF16Max));
-      reinterpret_cast<uint16_t*>(b)[j] = s16;
-      reinterpret_cast<uint16_t*>(b + kNR * 2)[j] = m16;
-      scale = f16_to_f32(s16);
-      minimum = f16_to_f32(m16);
-    } else {
-      float amax = 0;
-      for (int64_t k = g0; k < g1; ++k) amax = std::max(amax, std::fabs(row[k]));
-      const uint16_t s16 = f32_to_f16(std::min(amax / 7.0f, kF16Max));
-      reinterpret_cast<uint16_t*>(b)[j] = s16;
-      scale = f16_to_f32(s16);
-      minimum = -8.0f * scale;
-    }
+  for (int64_t g0 = 0, g = 0; g0 < cols; g0 += group, ++g) {
+    uint8_t* b = panel + g * block;
+    reinterpret_cast<uint16_t*>(b)[j] = q.group_scales[static_cast<size_t>(g)];
+    if (asym) reinterpret_cast<uint16_t*>(b + kNR * 2)[j] = q.group_mins[static_cast<size_t>(g)];
     uint8_t* lines = b + (asym ? 2 : 1) * kNR * 2;
-    for (int64_t k = g0; k < g1; ++k) {
-      const float u = scale > 0 ? std::clamp(std::nearbyint((row[k] - minimum) / scale), 0.0f, 15.0f)
-                                : (asym ? 0.0f : 8.0f);
-      const int64_t pair = (k - g0) / 2;
-      lines[pair * kNR + j] |= static_cast<uint8_t>(static_cast<unsigned>(u) << (((k - g0) % 2) * 4));
+    for (int64_t k = g0; k < std::min(cols, g0 + group); ++k) {
+      const auto u = static_cast<unsigned>(q.levels[static_cast<size_t>(k)]);
+      lines[((k - g0) / 2) * kNR + j] |= static_cast<uint8_t>(u << (((k - g0) % 2) * 4));
     }
   }
 }
@@ -141,7 +115,8 @@ PackedMatrix PackedMatrix::pack(const void* src, DType src_dtype, int64_t rows, 
   return pack_rows(DenseRows(src, src_dtype, cols), rows, cols, storage);
 }
 
-PackedMatrix PackedMatrix::pack_rows(const RowSource& source, int64_t rows, int64_t cols, WeightType storage) {
+template <typename FillPanel>
+PackedMatrix PackedMatrix::build(int64_t rows, int64_t cols, WeightType storage, const FillPanel& fill) {
   assert(rows >= 0 && cols >= 0);
   PackedMatrix out;
   if (rows <= 0) return out;
@@ -156,33 +131,46 @@ PackedMatrix PackedMatrix::pack_rows(const RowSource& source, int64_t rows, int6
   void* mem = allocate_weights(alloc);
   out.data_.reset(mem);
   std::memset(mem, 0, alloc);  // zero padding rows of the last panel (and k past K)
-  if (cols == 0) {
-    source.rows_packed(0, rows);
-    return out;
-  }
 
   auto* base = static_cast<uint8_t*>(mem);
   // Panels are independent; packing a large matrix (an lm_head) is worth two threads.
   compute_pool().run(rows * cols >= (int64_t{1} << 20) ? 0 : 1, [&](int thread, int nt) {
-    std::vector<float> row(static_cast<size_t>(cols));
     for (int64_t p = panels * thread / nt; p < panels * (thread + 1) / nt; ++p) {
-      uint8_t* panel = base + static_cast<size_t>(p) * panel_bytes;
       const int64_t first = p * kNR;
-      const int64_t nrow = std::min<int64_t>(kNR, rows - first);
-      for (int64_t j = 0; j < nrow; ++j) {
-        source.read_row(first + j, row.data());
-        switch (storage) {
-          case WeightType::kF32: pack_float_row(false, row.data(), cols, j, panel); break;
-          case WeightType::kBF16: pack_float_row(true, row.data(), cols, j, panel); break;
-          case WeightType::kInt8:
-          case WeightType::kInt8Outlier: pack_int8_row(row.data(), cols, j, panel); break;
-          default: pack_int4_row(storage, row.data(), cols, j, panel); break;
-        }
-      }
-      source.rows_packed(first, first + nrow);
+      fill(first, std::min<int64_t>(kNR, rows - first), base + static_cast<size_t>(p) * panel_bytes);
     }
   });
   return out;
+}
+
+PackedMatrix PackedMatrix::pack_rows(const RowSource& source, int64_t rows, int64_t cols, WeightType storage) {
+  return build(rows, cols, storage, [&](int64_t first, int64_t nrow, uint8_t* panel) {
+    std::vector<float> row(static_cast<size_t>(cols));
+    QuantizedRow q;
+    for (int64_t j = 0; cols > 0 && j < nrow; ++j) {
+      source.read_row(first + j, row.data());
+      if (is_quantized(storage)) {
+        quantize_row(storage, row.data(), cols, q);
+        place_quantized_row(storage, q, cols, j, panel);
+      } else {
+        pack_float_row(storage == WeightType::kBF16, row.data(), cols, j, panel);
+      }
+    }
+    source.rows_packed(first, first + nrow);
+  });
+}
+
+PackedMatrix PackedMatrix::pack_quantized(const QuantizedRowSource& source, int64_t rows, int64_t cols,
+                                          WeightType storage) {
+  assert(is_quantized(storage));
+  return build(rows, cols, storage, [&](int64_t first, int64_t nrow, uint8_t* panel) {
+    QuantizedRow q;
+    for (int64_t j = 0; j < nrow; ++j) {
+      source.read_row(first + j, q);
+      place_quantized_row(storage, q, cols, j, panel);
+    }
+    source.rows_packed(first, first + nrow);
+  });
 }
 
 size_t PackedMatrix::bytes_for(int64_t rows, int64_t cols, WeightType storage) {

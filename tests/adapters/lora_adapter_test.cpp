@@ -462,6 +462,16 @@ TEST_F(LoraAdapterTest, InfinityInHalfPrecisionIsRefusedByName) {
   }
 }
 
+// Safetensors files may hold integer tensors (quantised bases); an adapter's are refused.
+TEST_F(LoraAdapterTest, IntegerTensorsAreRefusedByName) {
+  std::vector<TensorData> t = fake_adapter(base_, {LoraModule::kQ}, 2);
+  t[0].dtype = DType::kU8;
+  t[0].bytes.resize(t[0].bytes.size() / 4);  // the same shape, one byte per element
+  write(lora_config(2, 2, {"q_proj"}), t);
+  Status s = expect_error(StatusCode::kInvalidArgument);
+  EXPECT_MSG_HAS(s, "expected a float tensor");
+}
+
 TEST_F(LoraAdapterTest, PeftTypeOtherThanLora) {
   json config = lora_config(2, 2, {"q_proj"});
   config["peft_type"] = "ADALORA";

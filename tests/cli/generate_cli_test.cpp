@@ -62,5 +62,25 @@ TEST(SynthModelCliTest, WritesAModelThatGenerates) {
   EXPECT_EQ(line.at("generated_ids").size(), 5u);
 }
 
+// A quantised copy generates what quantising at load generates, and only as its own type.
+TEST(QuantizeCliTest, WritesACopyThatGeneratesAsQuantisingAtLoad) {
+  const std::string dir = testing::make_temp_dir("lg-quantize-cli");
+  ASSERT_EQ(run_cli("synth-model --out " + dir + "/m --preset tiny --seed 3").exit_code, 0);
+  CliRun q = run_cli("quantize --model " + dir + "/m --dtype int4 --out " + dir + "/m-int4");
+  ASSERT_EQ(q.exit_code, 0) << q.out;
+  EXPECT_NE(q.out.find("sha256 "), std::string::npos) << q.out;
+  const std::string gen = " --prompt \"hello world\" -n 8 --temperature 0 --ids";
+  CliRun from_file = run_cli("generate --model " + dir + "/m-int4 --dtype int4" + gen);
+  CliRun at_load = run_cli("generate --model " + dir + "/m --dtype int4" + gen);
+  ASSERT_EQ(from_file.exit_code, 0) << from_file.out;
+  EXPECT_EQ(from_file.out, at_load.out);
+  CliRun wrong = run_cli("generate --model " + dir + "/m-int4 --dtype bf16" + gen);
+  EXPECT_NE(wrong.exit_code, 0);
+  EXPECT_NE(wrong.out.find("quantised as int4"), std::string::npos) << wrong.out;
+  CliRun bad = run_cli("quantize --model " + dir + "/m --dtype int3 --out " + dir + "/x");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.out.find("int4-asym"), std::string::npos) << bad.out;  // lists the valid names
+}
+
 }  // namespace
 }  // namespace loragate

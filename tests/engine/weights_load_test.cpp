@@ -16,6 +16,7 @@
 #include "engine/llama_weights.h"
 #include "engine/loader/safetensors.h"
 #include "engine/loader/synth_model.h"
+#include "tests/engine/same_packing.h"
 #include "tests/test_util.h"
 
 namespace loragate {
@@ -60,14 +61,6 @@ cpu::PackedMatrix reference_pack(const WeightStore& store, const std::vector<std
   return cpu::PackedMatrix::pack(stacked.data(), DType::kF32, rows, cols, storage);
 }
 
-void expect_same_bytes(const cpu::PackedMatrix& got, const cpu::PackedMatrix& want, const std::string& what) {
-  ASSERT_EQ(got.rows(), want.rows()) << what;
-  ASSERT_EQ(got.cols(), want.cols()) << what;
-  ASSERT_EQ(got.storage(), want.storage()) << what;
-  ASSERT_EQ(got.bytes(), want.bytes()) << what;
-  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.bytes()), 0) << what << " packs different bytes";
-}
-
 void expect_same_floats(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << what;
@@ -90,20 +83,20 @@ void expect_loaded_as_whole_copies(const std::string& dir, WeightType storage, c
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const LayerWeights& lw = w.layers()[l];
     const std::string at = "layer " + std::to_string(l);
-    expect_same_bytes(lw.qkv,
+    testing::expect_same_packing(lw.qkv,
                       reference_pack(s,
                                      {layer_key(l, "self_attn.q_proj.weight"), layer_key(l, "self_attn.k_proj.weight"),
                                       layer_key(l, "self_attn.v_proj.weight")},
                                      {lora(l, LoraModule::kQ), lora(l, LoraModule::kK), lora(l, LoraModule::kV)},
                                      storage),
                       at + " qkv");
-    expect_same_bytes(lw.o, reference_pack(s, {layer_key(l, "self_attn.o_proj.weight")}, {lora(l, LoraModule::kO)}, storage),
+    testing::expect_same_packing(lw.o, reference_pack(s, {layer_key(l, "self_attn.o_proj.weight")}, {lora(l, LoraModule::kO)}, storage),
                       at + " o");
-    expect_same_bytes(lw.gate_up,
+    testing::expect_same_packing(lw.gate_up,
                       reference_pack(s, {layer_key(l, "mlp.gate_proj.weight"), layer_key(l, "mlp.up_proj.weight")},
                                      {lora(l, LoraModule::kGate), lora(l, LoraModule::kUp)}, storage),
                       at + " gate_up");
-    expect_same_bytes(lw.down,
+    testing::expect_same_packing(lw.down,
                       reference_pack(s, {layer_key(l, "mlp.down_proj.weight")}, {lora(l, LoraModule::kDown)}, storage),
                       at + " down");
     expect_same_floats(lw.input_norm, whole_f32(s, layer_key(l, "input_layernorm.weight")), at + " input norm");
@@ -122,7 +115,7 @@ void expect_loaded_as_whole_copies(const std::string& dir, WeightType storage, c
 
   const std::vector<float> embed = whole_f32(s, "model.embed_tokens.weight");
   const std::string head_name = s.find("lm_head.weight") != nullptr ? "lm_head.weight" : "model.embed_tokens.weight";
-  expect_same_bytes(w.lm_head(), reference_pack(s, {head_name}, {nullptr}, storage), "lm_head (" + head_name + ")");
+  testing::expect_same_packing(w.lm_head(), reference_pack(s, {head_name}, {nullptr}, storage), "lm_head (" + head_name + ")");
   std::vector<float> row(static_cast<size_t>(c.hidden_size));
   for (int64_t t = 0; t < c.vocab_size; ++t) {
     w.embed(static_cast<int32_t>(t), row.data());
