@@ -35,12 +35,14 @@ const char* adapter_tier_name(AdapterTier t) {
   return "disk";
 }
 
-AdapterCache::AdapterCache(const ModelConfig& base, AdapterCacheOptions options)
+AdapterCache::AdapterCache(const ModelConfig& base, AdapterCacheOptions options,
+                           std::unique_ptr<LoraSlotStore> slots)
     : base_(base),
       options_(options),
       slot_owner_(static_cast<size_t>(options.max_loras)),
       slot_pins_(static_cast<size_t>(options.max_loras), 0),
-      slots_(base, options.max_loras, options.max_rank) {
+      slots_(slots != nullptr ? std::move(slots)
+                              : std::make_unique<LoraSlots>(base, options.max_loras, options.max_rank)) {
   loader_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "lg-adapter-load");
     loader_main();
@@ -244,7 +246,7 @@ AdapterCache::AcquireResult AdapterCache::acquire(const std::string& name) {
   }
   const int32_t slot = find_slot_locked();
   if (slot < 0) return {Acquire::kWaitSlot, -1, Status::ok()};
-  slots_.set(slot, *e.host);
+  slots_->set(slot, *e.host);
   slot_owner_[slot] = name;
   slot_pins_[slot] = 1;
   slot_lru_.push_back(slot);
@@ -265,7 +267,7 @@ int32_t AdapterCache::find_slot_locked() {
     if (owner != entries_.end()) owner->second.slot = -1;
     slot_lru_.remove(s);
     slot_owner_[s].clear();
-    slots_.reset(s);
+    slots_->reset(s);
     ++stats_.slot_evictions;
     return s;
   }
@@ -288,7 +290,7 @@ void AdapterCache::collect_removed() {
       continue;
     }
     if (e.slot >= 0) {
-      slots_.reset(e.slot);
+      slots_->reset(e.slot);
       slot_owner_[e.slot].clear();
       slot_lru_.remove(e.slot);
     }

@@ -3,7 +3,8 @@
 //   disk   -> registered name -> directory (add/remove); every file a load
 //             opens must lie inside the directory as registered (AdapterDir)
 //   host   -> loaded, validated adapters, LRU-evicted past a byte budget
-//   slots  -> the engine's preallocated LoraSlots; a slot is pinned while a
+//   slots  -> the engine's preallocated slot store (host or device memory,
+//             as its model runner made it); a slot is pinned while a
 //             running sequence uses it and is never evicted then
 //
 // Loads run on a loader thread: the step loop never waits on disk. acquire()
@@ -72,7 +73,9 @@ struct AdapterInfo {
 
 class AdapterCache {
  public:
-  AdapterCache(const ModelConfig& base, AdapterCacheOptions options);
+  // `slots`: the store its runner made, of options.max_loras slots of
+  // options.max_rank; null makes host LoraSlots (tests, the CPU default).
+  AdapterCache(const ModelConfig& base, AdapterCacheOptions options, std::unique_ptr<LoraSlotStore> slots = nullptr);
   ~AdapterCache();
   AdapterCache(const AdapterCache&) = delete;
   AdapterCache& operator=(const AdapterCache&) = delete;
@@ -117,7 +120,7 @@ class AdapterCache {
   void release(int32_t slot);
   // Frees the unpinned slots of removed adapters and forgets them.
   void collect_removed();
-  const LoraSlots& slots() const { return slots_; }
+  const LoraSlotStore& slots() const { return *slots_; }
 
  private:
   struct Entry {
@@ -152,7 +155,7 @@ class AdapterCache {
   std::deque<std::string> load_queue_;            // guarded by mu_
   AdapterCacheStats stats_;                       // guarded by mu_
   bool stopping_ = false;                         // guarded by mu_
-  LoraSlots slots_;                               // written only on the step thread
+  std::unique_ptr<LoraSlotStore> slots_;          // written only on the step thread
   std::thread loader_;
 };
 

@@ -1,4 +1,4 @@
-// LoraSlots: the preallocated adapter slots one engine computes with.
+// LoraSlots: the preallocated adapter slots of the CPU runner, in host memory.
 //
 // For every (layer, projection) there is one stacked buffer per LoRA factor
 // holding all slots ([slots][max_rank][in] for A, [slots][max_rank][out] for
@@ -14,27 +14,25 @@
 
 #include "adapters/lora_adapter.h"
 #include "adapters/lora_module.h"
+#include "adapters/lora_slot_store.h"
 #include "engine/loader/model_config.h"
 #include "kernels/cpu/lora.h"
 
 namespace loragate {
 
-class LoraSlots {
+class LoraSlots final : public LoraSlotStore {
  public:
   LoraSlots(const ModelConfig& base, int32_t num_slots, int32_t max_rank);
   LoraSlots(const LoraSlots&) = delete;
   LoraSlots& operator=(const LoraSlots&) = delete;
 
-  int32_t num_slots() const { return num_slots_; }
-  int32_t max_rank() const { return max_rank_; }
-  // Copies `adapter` into `slot` (its ranks must be <= max_rank()).
-  void set(int32_t slot, const LoraAdapter& adapter);
-  // Makes `slot` a no-op everywhere.
-  void reset(int32_t slot);
+  int32_t num_slots() const override { return num_slots_; }
+  int32_t max_rank() const override { return max_rank_; }
+  void set(int32_t slot, const LoraAdapter& adapter) override;
+  void reset(int32_t slot) override;
+  size_t bytes() const override;
   // The kernel's view of (layer, module) across all slots.
   cpu::LoraSlotWeights weights(int64_t layer, LoraModule module) const;
-  // Memory held by all slot buffers.
-  size_t bytes() const;
 
  private:
   struct Projection {

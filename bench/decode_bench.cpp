@@ -12,6 +12,7 @@
 #include "bench/roofline.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/thread_pool.h"
+#include "engine/cpu_model_runner.h"
 #include "engine/engine.h"
 
 namespace loragate::bench {
@@ -65,7 +66,7 @@ struct ModelCost {
 };
 
 ModelCost model_cost(const Engine& engine) {
-  const LlamaWeights& w = engine.model().weights();
+  const LlamaWeights& w = cpu_model(engine.runner())->weights();  // the benchmark loads on the CPU
   ModelCost cost;
   auto add = [&](const cpu::PackedMatrix& m) {
     cost.weight_bytes += static_cast<double>(m.bytes());
@@ -159,7 +160,7 @@ Status run_decode_bench(const DecodeBenchOptions& o) {
                   vs_ref(i, tps, median(figures[ref].decode_tps[b])).c_str());
     }
     std::printf("%-13s weights %.1f MiB, KV cache %.1f MiB, %.3f GFLOP per decoded token, %.3f per prompt token\n",
-                d.c_str(), engines[i]->model().weights().bytes() / 1048576.0,
+                d.c_str(), engines[i]->runner().weights_bytes() / 1048576.0,
                 engines[i]->kv_cache_bytes() / 1048576.0, cost.flops_per_token / 1e9,
                 cost.prefill_flops_per_token(o.prompt_len) / 1e9);
   }

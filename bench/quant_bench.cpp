@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "bench/bench_util.h"
+#include "engine/cpu_model_runner.h"
 #include "engine/engine.h"
 #include "engine/logit_agreement.h"
 
@@ -32,12 +33,12 @@ Status run_quant_bench(const QuantBenchOptions& o) {
               "teacher-forced\n\n",
               o.model_dir.c_str(), o.prompts, o.prompt_len, o.new_tokens);
   std::printf("%-13s %12s %16s %14s %14s\n", "dtype", "weights MiB", "greedy agree", "max |dlogit|", "mean |dlogit|");
-  std::printf("%-13s %12.1f %16s %14s %14s\n", "f32", f32->model().weights().bytes() / 1048576.0, "(reference)", "",
+  std::printf("%-13s %12.1f %16s %14s %14s\n", "f32", f32->runner().weights_bytes() / 1048576.0, "(reference)", "",
               "");
   for (const std::string& name : o.dtypes) {
     LG_ASSIGN_OR_RETURN(const WeightType type, parse_weight_type(name));
     LG_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> q, LlamaModel::load(o.model_dir, type, nullptr, o.outlier_threshold));
-    LG_ASSIGN_OR_RETURN(LogitAgreement a, compare_logits(f32->model(), *q, sequences, prompt_lens));
+    LG_ASSIGN_OR_RETURN(LogitAgreement a, compare_logits(*cpu_model(f32->runner()), *q, sequences, prompt_lens));
     std::printf("%-13s %12.1f %15.1f%% %14.4f %14.4f\n", name.c_str(), q->weights().bytes() / 1048576.0,
                 100.0 * a.agreement(), a.max_abs_error, a.mean_abs_error);
     const std::vector<cpu::OutlierCounts> counts = q->outlier_counts();

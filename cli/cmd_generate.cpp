@@ -30,6 +30,7 @@ struct GenerateFlags {
   std::vector<std::string> stop;
   bool ids = false;
   std::string dtype = "f32";
+  std::string device = "cpu";
   int64_t max_batched_tokens = 512;
   int32_t kv_blocks = 0;
   int32_t max_loras = 4;
@@ -110,6 +111,9 @@ int run_generate(const GenerateFlags& f) {
   Result<WeightType> dtype = parse_weight_type(f.dtype);
   if (!dtype.is_ok()) return fail(dtype.status().message());
   options.weight_dtype = *dtype;
+  Result<Device> device = parse_device(f.device);
+  if (!device.is_ok()) return fail("--device: " + device.status().message());
+  options.device = *device;
   options.max_num_batched_tokens = f.max_batched_tokens;
   options.kv_num_blocks = f.kv_blocks;
   options.max_loras = f.max_loras;
@@ -166,6 +170,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--seed", flags->seed, "Random seed (>= 0)");
   cmd->add_option("--stop", flags->stop, "Stop string (repeatable)");
   cmd->add_flag("--ids", flags->ids, "Also print a JSON line of prompt and generated ids");
+  cmd->add_option("--device", flags->device, "Where the model runs: cpu, cuda or cuda:N");
   cmd->add_option("--dtype", flags->dtype, "Weight storage: f32, bf16, int8, int8-outlier, int4, int4-g64, int4-asym or int4-asym-g64");
   cmd->add_option("--max-batched-tokens", flags->max_batched_tokens, "Token budget per step")
       ->check(CLI::PositiveNumber);

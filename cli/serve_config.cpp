@@ -137,7 +137,7 @@ Result<ServeConfig> ServeConfig::parse(const std::string& yaml_text, const std::
   LG_RETURN_IF_ERROR(in_file(parse_engine(Section(top.child("engine"), "engine"), c)));
 
   const Section model(top.child("model"), "model");
-  LG_RETURN_IF_ERROR(in_file(model.check_keys({"path", "served_name", "dtype", "outlier_threshold"})));
+  LG_RETURN_IF_ERROR(in_file(model.check_keys({"path", "served_name", "dtype", "outlier_threshold", "device"})));
   LG_RETURN_IF_ERROR(in_file(model.read("path", c.model_path)));
   LG_RETURN_IF_ERROR(in_file(model.read("served_name", c.served_model_name)));
   std::string dtype = "f32";
@@ -145,6 +145,11 @@ Result<ServeConfig> ServeConfig::parse(const std::string& yaml_text, const std::
   Result<WeightType> storage = parse_weight_type(dtype);
   if (!storage.is_ok()) return Status::invalid_argument(source + ": model." + storage.status().message());
   c.engine.weight_dtype = *storage;
+  std::string device = "cpu";
+  LG_RETURN_IF_ERROR(in_file(model.read("device", device)));
+  Result<Device> where = parse_device(device);
+  if (!where.is_ok()) return Status::invalid_argument(source + ": model." + where.status().message());
+  c.engine.device = *where;
   LG_RETURN_IF_ERROR(in_file(model.read("outlier_threshold", c.engine.outlier_threshold)));
   if (!(c.engine.outlier_threshold > 0)) {
     return Status::invalid_argument(source + ": model.outlier_threshold must be > 0");

@@ -27,6 +27,9 @@
 
 namespace loragate {
 
+// int8-outlier: activations above this magnitude run in f32 (LLM.int8()'s default).
+inline constexpr float kDefaultOutlierThreshold = 6.0f;
+
 enum class WeightType { kF32, kBF16, kInt8, kInt8Outlier, kInt4, kInt4G64, kInt4Asym, kInt4AsymG64 };
 
 // The spelling used by config, flags, the admin API and the registry.

@@ -27,23 +27,22 @@ Status check_tokenizer_fits(const ModelConfig& model, const Tokenizer& tokenizer
 
 }  // namespace
 
-Engine::Engine(EngineOptions options, std::unique_ptr<LlamaModel> model, std::unique_ptr<Tokenizer> tokenizer,
-               KvCache cache)
+Engine::Engine(EngineOptions options, std::unique_ptr<ModelRunner> runner, std::unique_ptr<Tokenizer> tokenizer)
     : options_(options),
-      model_(std::move(model)),
+      runner_(std::move(runner)),
       tokenizer_(std::move(tokenizer)),
-      cache_(std::move(cache)),
-      blocks_(cache_.num_blocks(), cache_.block_size()),
+      blocks_(runner_->kv_geometry().num_blocks, runner_->kv_geometry().block_size),
       adapters_(options.max_loras > 0
-                    ? std::make_unique<AdapterCache>(model_->config(),
-                                                     AdapterCacheOptions{options.max_loras, options.max_lora_rank,
-                                                                         options.adapter_host_bytes})
+                    ? std::make_unique<AdapterCache>(
+                          runner_->config(),
+                          AdapterCacheOptions{options.max_loras, options.max_lora_rank, options.adapter_host_bytes},
+                          runner_->make_lora_slots(options.max_loras, options.max_lora_rank))
                     : nullptr),
       scheduler_(std::make_unique<Scheduler>(
           SchedulerOptions{options.max_num_batched_tokens, options.max_num_seqs, options.max_logits_rows}, &blocks_,
           adapters_.get())),
       seed_counter_(std::random_device{}()) {
-  const ModelConfig& c = model_->config();
+  const ModelConfig& c = runner_->config();
   eos_ids_ = c.eos_token_ids;
   if (eos_ids_.empty() && tokenizer_ && tokenizer_->eos_id()) eos_ids_.push_back(*tokenizer_->eos_id());
   max_model_len_ = options.max_model_len > 0 ? std::min(options.max_model_len, c.max_position_embeddings)
@@ -66,11 +65,11 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& model_dir, const
     LG_ASSIGN_OR_RETURN(const ModelConfig config, ModelConfig::load(model_dir));  // before the weights: cheap
     LG_RETURN_IF_ERROR(check_tokenizer_fits(config, *tokenizer, model_dir));
   }
-  LG_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model,
-                      LlamaModel::load(model_dir, options.weight_dtype, merge, options.outlier_threshold));
-  LG_ASSIGN_OR_RETURN(KvCache cache, KvCache::create(model->config(), options.kv_block_size, options.kv_num_blocks,
-                                                     options.kv_cache_bytes));
-  return std::unique_ptr<Engine>(new Engine(options, std::move(model), std::move(tokenizer), std::move(cache)));
+  const RunnerOptions runner_options{options.device,        options.weight_dtype,  options.outlier_threshold,
+                                     options.kv_block_size, options.kv_num_blocks, options.kv_cache_bytes,
+                                     merge};
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner, load_model_runner(model_dir, runner_options));
+  return std::unique_ptr<Engine>(new Engine(options, std::move(runner), std::move(tokenizer)));
 }
 
 Status Engine::validate_request(const GenerationRequest& request) const {
@@ -109,10 +108,11 @@ Status Engine::validate_request(const GenerationRequest& request) const {
   // With a sliding window only the last window's blocks (plus a chunk) are ever held.
   const int64_t window = config().sliding_window;
   const int64_t live = window > 0 ? std::min(total, window - 1 + options_.max_num_batched_tokens) : total;
-  const int64_t blocks_needed = (live + cache_.block_size() - 1) / cache_.block_size() + (window > 0 ? 1 : 0);
-  if (blocks_needed > cache_.num_blocks()) {
+  const KvGeometry kv = runner_->kv_geometry();
+  const int64_t blocks_needed = (live + kv.block_size - 1) / kv.block_size + (window > 0 ? 1 : 0);
+  if (blocks_needed > kv.num_blocks) {
     return Status::resource_exhausted("request needs " + std::to_string(blocks_needed) +
-                                      " KV blocks but the pool has " + std::to_string(cache_.num_blocks()));
+                                      " KV blocks but the pool has " + std::to_string(kv.num_blocks));
   }
   return Status::ok();
 }
@@ -203,8 +203,7 @@ Status Engine::step() {
   const int64_t vocab = config().vocab_size;
   const size_t logits_size = static_cast<size_t>(batch_.num_logit_rows() * vocab);
   if (logits_.size() < logits_size) logits_.resize(logits_size);
-  LG_RETURN_IF_ERROR(model_->forward(batch_, cache_, workspace_, logits_.data(),
-                                     adapters_ ? &adapters_->slots() : nullptr));
+  LG_RETURN_IF_ERROR(runner_->forward(batch_, adapters_ ? &adapters_->slots() : nullptr, logits_.data()));
 
   const Clock::time_point now = Clock::now();
   const int64_t window = config().sliding_window;

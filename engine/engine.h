@@ -1,6 +1,7 @@
 // Engine: one base model serving many requests with continuous batching.
 //
-// It owns the model, the tokenizer, the KV cache and its BlockManager, the
+// It owns the model runner (which holds the weights and the KV cache,
+// engine/model_runner.h), the tokenizer, the KV blocks' BlockManager, the
 // Scheduler and every live Sequence. Each step() schedules a batch, runs one
 // forward pass, scores prompt tokens and samples, and retires finished
 // sequences. Scoring (teacher forcing, prompt_logprobs) runs in the same
@@ -22,8 +23,8 @@
 #include "adapters/adapter_cache.h"
 #include "engine/block_manager.h"
 #include "engine/forward_batch.h"
-#include "engine/kv_cache.h"
 #include "engine/llama_model.h"
+#include "engine/model_runner.h"
 #include "engine/request_sink.h"
 #include "engine/sampling_params.h"
 #include "engine/scheduler.h"
@@ -33,8 +34,9 @@
 namespace loragate {
 
 struct EngineOptions {
+  Device device;                               // where the forward passes run (model.device, --device)
   WeightType weight_dtype = WeightType::kF32;  // storage of the weights (common/weight_type.h)
-  float outlier_threshold = LlamaModel::kDefaultOutlierThreshold;  // int8-outlier: |x| above runs in f32
+  float outlier_threshold = kDefaultOutlierThreshold;  // int8-outlier: |x| above runs in f32
   int32_t kv_block_size = 16;                // tokens per KV block
   int32_t kv_num_blocks = 0;                 // KV pool size in blocks; 0 = from kv_cache_bytes
   int64_t kv_cache_bytes = 256ll << 20;      // KV pool budget when kv_num_blocks is 0
@@ -127,8 +129,8 @@ class Engine {
   // Submits all requests, steps until they finish, returns results in request order.
   Result<std::vector<GenerationResult>> generate(std::vector<GenerationRequest> requests);
 
-  const ModelConfig& config() const { return model_->config(); }
-  const LlamaModel& model() const { return *model_; }
+  const ModelConfig& config() const { return runner_->config(); }
+  const ModelRunner& runner() const { return *runner_; }
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }  // nullptr when the model has none
   // This engine's adapters (register with adapters()->add); null when max_loras is 0.
   AdapterCache* adapters() const { return adapters_.get(); }
@@ -136,19 +138,17 @@ class Engine {
   int64_t max_model_len() const { return max_model_len_; }
   const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
   EngineStats stats() const;
-  int64_t kv_cache_bytes() const { return cache_.bytes(); }
+  int64_t kv_cache_bytes() const { return runner_->kv_geometry().bytes(); }
 
  private:
-  Engine(EngineOptions options, std::unique_ptr<LlamaModel> model, std::unique_ptr<Tokenizer> tokenizer,
-         KvCache cache);
+  Engine(EngineOptions options, std::unique_ptr<ModelRunner> runner, std::unique_ptr<Tokenizer> tokenizer);
   GenerationResult make_result(const Sequence& seq) const;
   // Hands a finished sequence's result to its sink or the finished list, and forgets it.
   void retire(Sequence& seq);
 
   EngineOptions options_;
-  std::unique_ptr<LlamaModel> model_;
+  std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  KvCache cache_;
   BlockManager blocks_;
   std::unique_ptr<AdapterCache> adapters_;
   std::unique_ptr<Scheduler> scheduler_;
@@ -159,7 +159,6 @@ class Engine {
   std::map<int64_t, std::unique_ptr<Sequence>> sequences_;
   std::vector<GenerationResult> finished_;
   ForwardBatch batch_;
-  ForwardWorkspace workspace_;
   std::vector<float> logits_;  // grows to the largest step's rows and is reused
   EngineStats counters_;
   bool last_step_progress_ = false;

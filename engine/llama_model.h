@@ -39,7 +39,6 @@ class LlamaModel {
   static Result<std::unique_ptr<LlamaModel>> load(const std::string& dir, WeightType storage,
                                                   const LoraAdapter* merge = nullptr,
                                                   float outlier_threshold = kDefaultOutlierThreshold);
-  static constexpr float kDefaultOutlierThreshold = 6.0f;  // LLM.int8()'s
   static Result<std::unique_ptr<LlamaModel>> from_parts(ModelConfig config, std::unique_ptr<LlamaWeights> weights);
 
   const ModelConfig& config() const { return config_; }

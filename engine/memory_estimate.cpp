@@ -88,7 +88,7 @@ Result<MemoryEstimate> estimate_engine_memory(const ModelConfig& c, const Engine
 
 MemoryEstimate measure_engine_memory(const Engine& engine) {
   MemoryEstimate m;
-  m.weights_bytes = static_cast<int64_t>(engine.model().weights().bytes());
+  m.weights_bytes = static_cast<int64_t>(engine.runner().weights_bytes());
   m.kv_bytes = engine.kv_cache_bytes();
   m.lora_slot_bytes = engine.adapters() != nullptr ? static_cast<int64_t>(engine.adapters()->slots().bytes()) : 0;
   return m;

@@ -59,7 +59,7 @@ TEST(ServeConfigTest, CollectionKeysAreAnErrorNotACrash) {
 TEST(ServeConfigTest, ReadsEverySection) {
   auto c = ServeConfig::parse(R"(
 server: {host: 0.0.0.0, port: 9001, read_timeout_ms: 250}
-model: {path: /models/x, served_name: x, dtype: bf16}
+model: {path: /models/x, served_name: x, dtype: bf16, device: "cuda:1"}
 engine: {max_loras: 12, kv_cache_mib: 64}
 adapters:
   roots: [/srv/a, /srv/b]
@@ -72,6 +72,7 @@ auth: {admin_token: s3cret}
   EXPECT_EQ(c->server.port, 9001);
   EXPECT_EQ(c->server.read_timeout.count(), 250);
   EXPECT_EQ(c->engine.weight_dtype, WeightType::kBF16);
+  EXPECT_EQ(c->engine.device, (Device{Device::Kind::kCuda, 1}));
   EXPECT_EQ(c->engine.max_loras, 12);
   EXPECT_EQ(c->engine.kv_cache_bytes, 64ll << 20);
   ASSERT_EQ(c->adapter_roots.size(), 2u);
@@ -90,6 +91,7 @@ TEST(ServeConfigTest, ErrorsNameTheKey) {
                         Case{"server: {port: 70000}", "server.port: 70000 is outside"},
                         Case{"engine: {max_loras: many}", "engine.max_loras: wrong type"},
                         Case{"model: {dtype: f8}", "model.dtype must be one of f32, bf16, int8, int8-outlier, int4"},
+                        Case{"model: {device: gpu}", "model.device 'gpu' is not one of cpu, cuda, cuda:N"},
                         Case{"model: {outlier_threshold: -1}", "model.outlier_threshold must be > 0"},
                         Case{"colour: blue", "colour: unknown key"},
                         Case{"adapters: {preload: [{name: x}]}", "adapters.preload[0] needs name and path"},

@@ -12,6 +12,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "engine/cpu_model_runner.h"
 #include "engine/engine.h"
 #include "kernels/cpu/ops.h"
 #include "tests/test_util.h"
@@ -158,7 +159,8 @@ TEST_F(ScoreReferenceTest, ScoredRowsEqualAWholeSequenceForwardPass) {
   auto results = engine->generate({pure_score(c.ids, 1, "", 3)});
   ASSERT_TRUE(results.is_ok());
 
-  const LlamaModel& model = engine->model();
+  ASSERT_NE(cpu_model(engine->runner()), nullptr);
+  const LlamaModel& model = *cpu_model(engine->runner());
   const int64_t n = static_cast<int64_t>(c.ids.size());
   const int64_t vocab = model.config().vocab_size;
   auto cache = KvCache::create(model.config(), 16, 8, 0);
