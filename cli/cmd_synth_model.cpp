@@ -18,7 +18,8 @@ void add_synth_model_command(CLI::App& app) {
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("synth-model", "Write a seeded random-weight Llama model");
   cmd->add_option("--out", flags->out, "Output directory")->required();
-  cmd->add_option("--preset", flags->preset, "tiny, 110m or 1b")->check(CLI::IsMember({"tiny", "110m", "1b"}));
+  cmd->add_option("--preset", flags->preset, "tiny, 110m, 1b or 8b (Llama-3-8B shapes)")
+      ->check(CLI::IsMember({"tiny", "110m", "1b", "8b"}));
   cmd->add_option("--seed", flags->seed, "Random seed");
   cmd->add_option("--dtype", flags->dtype, "Tensor dtype in the file: f32 or bf16");
   cmd->callback([flags] {

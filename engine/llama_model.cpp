@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/rope_tables.h"
 #include "kernels/cpu/lora.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/paged_attention.h"
@@ -12,35 +13,6 @@
 
 namespace loragate {
 namespace {
-
-// Rotary inverse frequencies, in f32 as Hugging Face computes them, with
-// linear or llama3 scaling applied.
-std::vector<float> rope_inv_freq(const ModelConfig& c) {
-  const int64_t half = c.head_dim / 2;
-  std::vector<float> inv(static_cast<size_t>(half));
-  const float theta = static_cast<float>(c.rope_theta);
-  for (int64_t i = 0; i < half; ++i) {
-    inv[i] = 1.0f / std::pow(theta, static_cast<float>(2 * i) / static_cast<float>(c.head_dim));
-  }
-  const RopeScaling& s = c.rope_scaling;
-  if (s.type == RopeScalingType::kLinear) {
-    for (float& f : inv) f = static_cast<float>(f / s.factor);
-  } else if (s.type == RopeScalingType::kLlama3) {
-    const double old_len = static_cast<double>(s.original_max_position_embeddings);
-    const double low_wavelen = old_len / s.low_freq_factor;
-    const double high_wavelen = old_len / s.high_freq_factor;
-    for (float& f : inv) {
-      const double wavelen = 2.0 * M_PI / f;
-      if (wavelen > low_wavelen) {
-        f = static_cast<float>(f / s.factor);
-      } else if (wavelen >= high_wavelen) {
-        const double smooth = (old_len / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
-        f = static_cast<float>((1.0 - smooth) * f / s.factor + smooth * f);
-      }
-    }
-  }
-  return inv;
-}
 
 void ensure(std::vector<float>& v, size_t n) {
   if (v.size() < n) v.resize(n);
@@ -96,14 +68,7 @@ void LlamaModel::compute_rope(const ForwardBatch& batch, ForwardWorkspace& ws) c
   const size_t half = inv_freq_.size();
   ensure(ws.rope_cos, batch.tokens.size() * half);
   ensure(ws.rope_sin, batch.tokens.size() * half);
-  for (size_t t = 0; t < batch.tokens.size(); ++t) {
-    const float pos = static_cast<float>(batch.positions[t]);
-    for (size_t j = 0; j < half; ++j) {
-      const float angle = pos * inv_freq_[j];
-      ws.rope_cos[t * half + j] = std::cos(angle);
-      ws.rope_sin[t * half + j] = std::sin(angle);
-    }
-  }
+  rope_tables(inv_freq_, batch.positions.data(), batch.tokens.size(), ws.rope_cos.data(), ws.rope_sin.data());
 }
 
 void LlamaModel::attention(const ForwardBatch& batch, int64_t layer, KvCache& cache, ForwardWorkspace& ws) const {

@@ -399,9 +399,18 @@ Result<ModelConfig> synth_preset_config(const std::string& preset) {
     c.num_key_value_heads = 8;
     c.vocab_size = 32000;
     c.max_position_embeddings = 2048;
+  } else if (preset == "8b") {  // Llama-3-8B shapes, for GPU benchmarks
+    c.hidden_size = 4096;
+    c.intermediate_size = 14336;
+    c.num_hidden_layers = 32;
+    c.num_attention_heads = 32;
+    c.num_key_value_heads = 8;
+    c.vocab_size = 128256;
+    c.max_position_embeddings = 8192;
+    c.rope_theta = 500000.0;
   } else {
     return Status::invalid_argument("unknown synth preset '" + preset +
-                                    "' (known: tiny, 110m, 1b)");
+                                    "' (known: tiny, 110m, 1b, 8b)");
   }
   c.head_dim = c.hidden_size / c.num_attention_heads;
   return c;

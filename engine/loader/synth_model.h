@@ -13,7 +13,7 @@
 namespace loragate {
 
 struct SynthOptions {
-  std::string preset = "tiny";  // tiny | 110m | 1b
+  std::string preset = "tiny";  // tiny | 110m | 1b | 8b
   uint64_t seed = 0;
   DType dtype = DType::kF32;     // F32 or BF16 tensors in the file
 };
@@ -21,7 +21,9 @@ struct SynthOptions {
 // The shape of a preset. tiny: hidden 64, 2 layers, 4 heads, 2 KV heads,
 // intermediate 176, vocab 512. 110m: hidden 768, 12 layers, 12 heads,
 // 4 KV heads, intermediate 2048, vocab 32000. 1b: hidden 2048, 16 layers,
-// 32 heads, 8 KV heads, intermediate 5632, vocab 32000.
+// 32 heads, 8 KV heads, intermediate 5632, vocab 32000. 8b (Llama-3-8B
+// shapes): hidden 4096, 32 layers, 32 heads, 8 KV heads, intermediate
+// 14336, vocab 128256, rope theta 500000.
 Result<ModelConfig> synth_preset_config(const std::string& preset);
 
 // Writes the model into `out_dir` (created if needed). Weights are drawn from

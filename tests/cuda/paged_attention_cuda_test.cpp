@@ -1,4 +1,4 @@
-// The CUDA decode attention against cpu::paged_attention_one on random
+// The CUDA paged attention, on decode steps, against cpu::paged_attention_one on random
 // shapes (GQA groups, head dims up to 256, sliding windows, shuffled block
 // tables); skips cleanly without a GPU. The GPU sums in another order and
 // uses expf, so 1e-5 relative plus 1e-5 absolute (outputs are O(1)).
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/paged_attention.h"
-#include "kernels/cuda/paged_attention.h"
+#include "kernels/cuda/paged_attention_varlen.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace loragate {
@@ -60,14 +60,23 @@ TEST(CudaPagedAttentionTest, MatchesCpu) {
     }
 
     auto dq = cuda_test::to_device(q), dk = cuda_test::to_device(k), dv = cuda_test::to_device(v);
-    auto dtables = cuda_test::to_device(tables), dlens = cuda_test::to_device(lens);
+    // A decode step: sequence s's one token sits at position len - 1 (-1: nothing cached, zeros).
+    std::vector<int32_t> seqs(num_seqs), positions(num_seqs);
+    for (int64_t s = 0; s < num_seqs; ++s) {
+      seqs[s] = static_cast<int32_t>(s);
+      positions[s] = lens[s] - 1;
+    }
+    auto dtables = cuda_test::to_device(tables), dseqs = cuda_test::to_device(seqs),
+         dpositions = cuda_test::to_device(positions);
     auto dout = cuda::DeviceBuffer::allocate(q.size() * sizeof(float));
     ASSERT_TRUE(dout.is_ok());
     ASSERT_FALSE(HasFailure());
     const cuda::PagedKvDevice kv{ptr<const float>(dk), ptr<const float>(dv), num_blocks, block_size, num_kv_heads, d};
-    const Status st = cuda::paged_attention_decode(ptr<const float>(dq), ptr<float>(*dout), num_seqs, num_heads, kv,
-                                                   ptr<const int32_t>(dtables), max_blocks, ptr<const int32_t>(dlens),
-                                                   window, nullptr);
+    const int64_t row = num_heads * d;
+    const Status st = cuda::paged_attention_varlen(ptr<const float>(dq), row, ptr<float>(*dout), row, num_seqs,
+                                                   num_heads, kv, ptr<const int32_t>(dtables), max_blocks,
+                                                   ptr<const int32_t>(dseqs), ptr<const int32_t>(dpositions), window,
+                                                   nullptr);
     ASSERT_TRUE(st.is_ok()) << st.to_string();
     const auto got = cuda_test::to_host<float>(*dout, q.size());
     for (size_t i = 0; i < want.size(); ++i) {
@@ -83,7 +92,9 @@ TEST(CudaPagedAttentionTest, RejectsBadShapes) {
   float out = 0.0f;
   const cuda::PagedKvDevice good{&f, &f, 1, 16, 2, 64};
   auto code = [&](int64_t seqs, int64_t heads, cuda::PagedKvDevice kv, int64_t max_blocks, int64_t window) {
-    return cuda::paged_attention_decode(&f, &out, seqs, heads, kv, &i, max_blocks, &i, window, nullptr).code();
+    const int64_t row = heads * kv.head_dim;
+    return cuda::paged_attention_varlen(&f, row, &out, row, seqs, heads, kv, &i, max_blocks, &i, &i, window, nullptr)
+        .code();
   };
   cuda::PagedKvDevice kv = good;
   kv.head_dim = 0;
@@ -107,7 +118,7 @@ TEST(CudaPagedAttentionTest, RejectsBadShapes) {
   kv = good;
   kv.v = nullptr;
   EXPECT_EQ(code(1, 4, kv, 1, 0), StatusCode::kInvalidArgument);
-  EXPECT_EQ(code(0, 4, good, 1, 0), StatusCode::kOk);  // no sequences: nothing launched
+  EXPECT_EQ(code(0, 4, good, 1, 0), StatusCode::kOk);  // no tokens: nothing launched
 }
 
 }  // namespace

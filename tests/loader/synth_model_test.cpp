@@ -101,8 +101,17 @@ TEST(SynthPresetTest, PresetShapes) {
   EXPECT_EQ(b1->intermediate_size, 5632);
   EXPECT_EQ(b1->head_dim, 64);
 
+  auto b8 = synth_preset_config("8b");
+  ASSERT_TRUE(b8.is_ok());
+  EXPECT_EQ(b8->hidden_size, 4096);
+  EXPECT_EQ(b8->num_hidden_layers, 32);
+  EXPECT_EQ(b8->num_key_value_heads, 8);
+  EXPECT_EQ(b8->intermediate_size, 14336);
+  EXPECT_EQ(b8->vocab_size, 128256);
+  EXPECT_EQ(b8->head_dim, 128);
+
   // Every preset survives its own serialisation.
-  for (const char* p : {"tiny", "110m", "1b"}) {
+  for (const char* p : {"tiny", "110m", "1b", "8b"}) {
     auto c = synth_preset_config(p);
     auto back = ModelConfig::parse(c->to_json(), p);
     ASSERT_TRUE(back.is_ok()) << back.status().to_string();
