@@ -21,6 +21,7 @@ class RouteCacheTest : public AdminGatewayTest {
  protected:
   void SetUp() override {
     AdminGatewayTest::SetUp();
+    if (IsSkipped()) return;  // ../shared is absent: the base said so
     std::ifstream in(shared_dir() + "/models/golden.json");
     golden_ = json::parse(in);
   }
