@@ -14,27 +14,16 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <string_view>
 
 #include "adapters/lora_adapter.h"
 #include "adapters/lora_slot_store.h"
 #include "common/status.h"
 #include "common/weight_type.h"
+#include "engine/device.h"
 #include "engine/forward_batch.h"
 #include "engine/loader/model_config.h"
 
 namespace loragate {
-
-// Where a model runs: `cpu`, or `cuda` / `cuda:N` (device N, default 0).
-struct Device {
-  enum class Kind { kCpu, kCuda };
-  Kind kind = Kind::kCpu;
-  int index = 0;
-  std::string name() const;  // "cpu" or "cuda:N"
-  bool operator==(const Device&) const = default;
-};
-// Parses `model.device` / `--device`; anything else is refused, naming the valid forms.
-Result<Device> parse_device(std::string_view text);
 
 // The KV pool a runner allocated: `num_blocks` blocks of `block_size` tokens.
 struct KvGeometry {
