@@ -409,11 +409,16 @@ TEST_F(EngineLoopGateTest, CandidateGetsItsShareWhileServingIsBusyAndAllWhenIdle
   const int64_t grants_ab = (b.serving_turns + b.candidate_turns) - (a.serving_turns + a.candidate_turns);
   const int64_t candidate_ab = b.candidate_turns - a.candidate_turns;
   EXPECT_GE(b.contested_grants - a.contested_grants, grants_ab - 1) << "both loops had work: every grant contested";
-  std::sort(shares.begin(), shares.end());
-  // The policy balances time since the gate began, and a descheduled step on a
-  // loaded machine counts as held: over a window the share is near, not at, 0.25.
-  EXPECT_NEAR(shares[1], 0.25, 0.12) << "time shares " << shares[0] << ", " << shares[1] << ", " << shares[2]
-                                     << "; " << candidate_ab << " of " << grants_ab << " turns";
+  // The policy balances contested time since the gate began, and a step
+  // descheduled on a loaded machine counts as held: the gate then makes up
+  // for it over the next turns, so a window's share can swing far from 0.25
+  // (a CI run saw 0, 0.04 and 0.41). What it keeps is the cumulative share,
+  // off by at most about one step's time.
+  const double contested_ns = double(b.contested_candidate_ns + b.contested_serving_ns);
+  const double cumulative = double(b.contested_candidate_ns) / contested_ns;
+  EXPECT_NEAR(cumulative, 0.25, 0.08) << "window shares " << shares[0] << ", " << shares[1] << ", " << shares[2]
+                                      << "; " << candidate_ab << " of " << grants_ab << " turns";
+  EXPECT_GT(candidate_ab, 0) << "the candidate got no turn while both loops were busy";
 
   // Phase 2: serving has finished; the candidate gets every turn.
   for (auto& sink : serving_sinks) EXPECT_EQ(sink.wait().output_ids.size(), size_t{kServingTokens});
