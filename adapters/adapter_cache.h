@@ -32,7 +32,7 @@
 #include "adapters/lora_adapter.h"
 #include "adapters/lora_slots.h"
 #include "common/status.h"
-#include "engine/loader/model_config.h"
+#include "model/model_config.h"
 
 namespace loragate {
 

@@ -9,7 +9,7 @@
 #include "adapters/adapter_dir.h"
 #include "common/dtype.h"
 #include "common/sha256.h"
-#include "engine/loader/safetensors.h"
+#include "model/safetensors.h"
 
 namespace loragate {
 namespace {

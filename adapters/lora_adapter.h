@@ -21,7 +21,7 @@
 #include "adapters/lora_module.h"
 #include "adapters/peft_config.h"
 #include "common/status.h"
-#include "engine/loader/model_config.h"
+#include "model/model_config.h"
 
 namespace loragate {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/loader/model_config.h"
+#include "model/model_config.h"
 
 namespace loragate {
 

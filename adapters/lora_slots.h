@@ -15,7 +15,7 @@
 #include "adapters/lora_adapter.h"
 #include "adapters/lora_module.h"
 #include "adapters/lora_slot_store.h"
-#include "engine/loader/model_config.h"
+#include "model/model_config.h"
 #include "kernels/cpu/lora.h"
 
 namespace loragate {

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/random.h"
-#include "engine/loader/safetensors.h"
+#include "model/safetensors.h"
 
 namespace loragate {
 namespace {

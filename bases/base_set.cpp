@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <set>
 
-#include "engine/loader/model_config.h"
+#include "model/model_config.h"
 
 namespace loragate {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "bench/bench_util.h"
 #include "engine/llama_model.h"
-#include "engine/loader/safetensors.h"
+#include "model/safetensors.h"
 
 namespace loragate::bench {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/dtype_flag.h"
-#include "engine/loader/synth_model.h"
+#include "model/synth_model.h"
 
 namespace loragate::cli {
 

@@ -3,8 +3,8 @@
 #include <filesystem>
 
 #include "adapters/synth_adapter.h"
-#include "engine/loader/model_config.h"
-#include "engine/loader/synth_model.h"
+#include "model/model_config.h"
+#include "model/synth_model.h"
 
 namespace loragate {
 

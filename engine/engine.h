@@ -29,7 +29,7 @@
 #include "engine/sampling_params.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
-#include "engine/tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace loragate {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "engine/loader/model_config.h"
+#include "model/model_config.h"
 
 namespace loragate {
 

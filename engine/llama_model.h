@@ -19,7 +19,7 @@
 #include "engine/kv_cache.h"
 #include "engine/llama_weights.h"
 #include "adapters/lora_slots.h"
-#include "engine/loader/model_config.h"
+#include "model/model_config.h"
 #include "kernels/cpu/int8_matmul.h"
 
 namespace loragate {

@@ -19,8 +19,8 @@
 #include "common/dtype.h"
 #include "common/weight_type.h"
 #include "common/status.h"
-#include "engine/loader/model_config.h"
-#include "engine/loader/safetensors.h"
+#include "model/model_config.h"
+#include "model/safetensors.h"
 #include "kernels/cpu/matmul.h"
 
 namespace loragate {

@@ -18,7 +18,7 @@
 
 #include "common/status.h"
 #include "engine/engine.h"
-#include "engine/loader/model_config.h"
+#include "model/model_config.h"
 
 namespace loragate {
 

@@ -21,7 +21,7 @@
 #include "common/weight_type.h"
 #include "engine/device.h"
 #include "engine/forward_batch.h"
-#include "engine/loader/model_config.h"
+#include "model/model_config.h"
 
 namespace loragate {
 

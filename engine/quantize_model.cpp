@@ -8,8 +8,8 @@
 
 #include "common/dtype.h"
 #include "common/sha256.h"
-#include "engine/loader/model_config.h"
-#include "engine/loader/safetensors.h"
+#include "model/model_config.h"
+#include "model/safetensors.h"
 #include "engine/quantized_file.h"
 #include "kernels/cpu/quantize.h"
 

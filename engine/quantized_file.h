@@ -24,8 +24,8 @@
 
 #include "common/status.h"
 #include "common/weight_type.h"
-#include "engine/loader/model_config.h"
-#include "engine/loader/safetensors.h"
+#include "model/model_config.h"
+#include "model/safetensors.h"
 #include "kernels/cpu/matmul.h"
 
 namespace loragate {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/loader/model_config.h"
+#include "model/model_config.h"
 
 namespace loragate {
 

@@ -14,7 +14,7 @@
 #include "engine/request_sink.h"
 #include "engine/sampler.h"
 #include "engine/sampling_params.h"
-#include "engine/tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace loragate {
 

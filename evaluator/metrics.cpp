@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "engine/tokenizer/unicode.h"
+#include "tokenizer/unicode.h"
 
 namespace loragate::eval {
 namespace {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "engine/tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "evaluator/eval_types.h"
 
 namespace loragate::eval {

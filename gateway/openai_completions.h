@@ -23,7 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "gateway/openai_request.h"
 #include "gateway/response_format.h"
 

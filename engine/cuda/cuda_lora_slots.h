@@ -20,7 +20,7 @@
 #include "adapters/lora_module.h"
 #include "adapters/lora_slot_store.h"
 #include "common/status.h"
-#include "engine/loader/model_config.h"
+#include "model/model_config.h"
 #include "kernels/cuda/cuda_device.h"
 #include "kernels/cuda/cuda_stream.h"
 #include "kernels/cuda/sgmv.h"

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/loader/safetensors.h"
+#include "model/safetensors.h"
 #include "engine/model_runner.h"
 #include "kernels/cuda/cuda_device.h"
 #include "kernels/cuda/cuda_stream.h"

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <thread>
 
-#include "engine/loader/model_config.h"
+#include "model/model_config.h"
 #include "tests/test_util.h"
 
 namespace loragate {

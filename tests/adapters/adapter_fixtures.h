@@ -12,8 +12,8 @@
 
 #include "adapters/lora_module.h"
 #include "common/dtype.h"
-#include "engine/loader/model_config.h"
-#include "engine/loader/safetensors.h"
+#include "model/model_config.h"
+#include "model/safetensors.h"
 
 namespace loragate::testing {
 

@@ -16,7 +16,7 @@
 #include "engine/cpu_model_runner.h"
 #include "engine/cuda/cuda_model_runner.h"
 #include "engine/engine.h"
-#include "engine/loader/synth_model.h"
+#include "model/synth_model.h"
 #include "kernels/cuda/cuda_device.h"
 #include "tests/test_util.h"
 

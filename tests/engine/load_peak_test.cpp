@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "engine/llama_model.h"
-#include "engine/loader/synth_model.h"
+#include "model/synth_model.h"
 #include "tests/test_util.h"
 
 extern char** environ;

@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/loader/safetensors.h"
-#include "engine/loader/synth_model.h"
+#include "model/safetensors.h"
+#include "model/synth_model.h"
 #include "tests/test_util.h"
 
 namespace loragate {

@@ -11,7 +11,7 @@
 #include "engine/cpu_model_runner.h"
 #include "engine/engine.h"
 #include "engine/flat_batch.h"
-#include "engine/loader/synth_model.h"
+#include "model/synth_model.h"
 #include "tests/test_util.h"
 
 namespace loragate::model_runner_test {

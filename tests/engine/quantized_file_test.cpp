@@ -15,8 +15,8 @@
 
 #include "common/sha256.h"
 #include "engine/llama_weights.h"
-#include "engine/loader/safetensors.h"
-#include "engine/loader/synth_model.h"
+#include "model/safetensors.h"
+#include "model/synth_model.h"
 #include "engine/quantize_model.h"
 #include "tests/engine/same_packing.h"
 #include "tests/test_util.h"

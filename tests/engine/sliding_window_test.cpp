@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "engine/engine.h"
-#include "engine/loader/synth_model.h"
+#include "model/synth_model.h"
 #include "tests/test_util.h"
 
 namespace loragate {

@@ -14,8 +14,8 @@
 #include "adapters/lora_adapter.h"
 #include "adapters/synth_adapter.h"
 #include "engine/llama_weights.h"
-#include "engine/loader/safetensors.h"
-#include "engine/loader/synth_model.h"
+#include "model/safetensors.h"
+#include "model/synth_model.h"
 #include "tests/engine/same_packing.h"
 #include "tests/test_util.h"
 

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "evaluator/metrics.h"
 #include "evaluator/suite.h"
 #include "tests/test_util.h"

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "chat/chat_template.h"
-#include "engine/tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "gateway/openai_chat.h"
 #include "gateway/openai_completions.h"
 #include "gateway/request_fields.h"

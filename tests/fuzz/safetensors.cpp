@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/loader/safetensors.h"
+#include "model/safetensors.h"
 #include "fuzz_util.h"
 
 using namespace loragate;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "fuzz_util.h"
 
 using namespace loragate;

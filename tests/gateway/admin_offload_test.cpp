@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "adapters/lora_module.h"
-#include "engine/loader/model_config.h"
+#include "model/model_config.h"
 #include "tests/adapters/adapter_fixtures.h"
 #include "tests/gateway/admin_fixture.h"
 

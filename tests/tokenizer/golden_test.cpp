@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "tests/test_util.h"
 
 namespace loragate {

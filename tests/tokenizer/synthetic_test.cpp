@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/tokenizer/pre_tokenizer.h"
-#include "engine/tokenizer/regex.h"
-#include "engine/tokenizer/tokenizer.h"
-#include "engine/tokenizer/unicode.h"
+#include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/regex.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/unicode.h"
 #include "tests/test_util.h"
 #include "tests/tokenizer/token_ids.h"
 

@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "engine/tokenizer/tokenizer.h"
-#include "engine/tokenizer/unicode.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/unicode.h"
 #include "tests/test_util.h"
 #include "tests/tokenizer/token_ids.h"
 

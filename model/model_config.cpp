@@ -1,6 +1,6 @@
 // ModelConfig: Hugging Face config.json (+ generation_config.json) parsing,
 // validation and serialisation.
-#include "engine/loader/model_config.h"
+#include "model/model_config.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "engine/tokenizer/unicode.h"
+#include "tokenizer/unicode.h"
 
 #include <utf8proc.h>
 

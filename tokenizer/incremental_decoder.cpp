@@ -5,7 +5,7 @@
 // text with the same left context, so decoder rules that depend on position
 // (SentencePiece's leading-space strip) cancel out. Text that ends in U+FFFD
 // may be an unfinished UTF-8 character and is held back until more ids come.
-#include "engine/tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace loragate {
 namespace {

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "common/status.h"
-#include "engine/tokenizer/json_util.h"
-#include "engine/tokenizer/regex.h"
+#include "tokenizer/json_util.h"
+#include "tokenizer/regex.h"
 
 namespace loragate::tok {
 

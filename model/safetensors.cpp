@@ -1,6 +1,6 @@
 // Safetensors: validated memory-mapped reading, sharded model directories,
 // and atomic (temp file + rename) writing.
-#include "engine/loader/safetensors.h"
+#include "model/safetensors.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -1,7 +1,7 @@
 // SafetensorsFile / WeightStore / write_safetensors: real file, round trips,
 // and every kind of malformed input we refuse (with messages naming the file
 // and the tensor).
-#include "engine/loader/safetensors.h"
+#include "model/safetensors.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "engine/tokenizer/json_reader.h"
+#include "tokenizer/json_reader.h"
 
 namespace loragate::tok {
 namespace {

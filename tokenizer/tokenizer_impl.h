@@ -13,13 +13,13 @@
 #include <vector>
 
 #include "common/status.h"
-#include "engine/tokenizer/added_tokens.h"
-#include "engine/tokenizer/bpe_model.h"
-#include "engine/tokenizer/decoder.h"
-#include "engine/tokenizer/json_reader.h"
-#include "engine/tokenizer/normalizer.h"
-#include "engine/tokenizer/post_processor.h"
-#include "engine/tokenizer/pre_tokenizer.h"
+#include "tokenizer/added_tokens.h"
+#include "tokenizer/bpe_model.h"
+#include "tokenizer/decoder.h"
+#include "tokenizer/json_reader.h"
+#include "tokenizer/normalizer.h"
+#include "tokenizer/post_processor.h"
+#include "tokenizer/pre_tokenizer.h"
 
 namespace loragate {
 

@@ -1,6 +1,6 @@
 // Synthetic Llama models: seeded random weights (streamed into safetensors)
 // and a SentencePiece-style BPE tokenizer trained on a small built-in text.
-#include "engine/loader/synth_model.h"
+#include "model/synth_model.h"
 
 #include <unistd.h>
 
@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/random.h"
-#include "engine/loader/safetensors.h"
+#include "model/safetensors.h"
 
 namespace loragate {
 namespace {

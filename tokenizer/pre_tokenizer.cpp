@@ -1,9 +1,9 @@
-#include "engine/tokenizer/pre_tokenizer.h"
+#include "tokenizer/pre_tokenizer.h"
 
 #include <algorithm>
 
-#include "engine/tokenizer/normalizer.h"
-#include "engine/tokenizer/unicode.h"
+#include "tokenizer/normalizer.h"
+#include "tokenizer/unicode.h"
 
 namespace loragate::tok {
 

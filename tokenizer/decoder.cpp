@@ -1,7 +1,7 @@
-#include "engine/tokenizer/decoder.h"
+#include "tokenizer/decoder.h"
 
-#include "engine/tokenizer/normalizer.h"
-#include "engine/tokenizer/unicode.h"
+#include "tokenizer/normalizer.h"
+#include "tokenizer/unicode.h"
 
 namespace loragate::tok {
 namespace {

@@ -1,4 +1,4 @@
-#include "engine/tokenizer/bpe_model.h"
+#include "tokenizer/bpe_model.h"
 
 #include <cstdio>
 #include <queue>

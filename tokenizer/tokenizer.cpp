@@ -1,10 +1,10 @@
 // Tokenizer: the public façade, and the encode / decode pipelines.
-#include "engine/tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 #include <filesystem>
 
-#include "engine/tokenizer/tokenizer_impl.h"
-#include "engine/tokenizer/unicode.h"
+#include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/unicode.h"
 
 namespace loragate {
 

@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/tokenizer/tokenizer_impl.h"
+#include "tokenizer/tokenizer_impl.h"
 
 namespace loragate {
 

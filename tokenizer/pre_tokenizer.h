@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "common/status.h"
-#include "engine/tokenizer/json_util.h"
-#include "engine/tokenizer/regex.h"
+#include "tokenizer/json_util.h"
+#include "tokenizer/regex.h"
 
 namespace loragate::tok {
 

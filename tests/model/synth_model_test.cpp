@@ -1,6 +1,6 @@
 // Synthetic models: presets, written files load back (weights, config,
 // tokenizer), determinism, bf16 variant, and the tokenizer vocabulary's shape.
-#include "engine/loader/synth_model.h"
+#include "model/synth_model.h"
 
 #include <gtest/gtest.h>
 
@@ -14,9 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/loader/model_config.h"
-#include "engine/loader/safetensors.h"
-#include "engine/tokenizer/tokenizer.h"
+#include "model/model_config.h"
+#include "model/safetensors.h"
+#include "tokenizer/tokenizer.h"
 #include "tests/test_util.h"
 
 namespace loragate {

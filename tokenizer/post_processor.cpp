@@ -1,4 +1,4 @@
-#include "engine/tokenizer/post_processor.h"
+#include "tokenizer/post_processor.h"
 
 namespace loragate::tok {
 

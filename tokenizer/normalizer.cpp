@@ -1,9 +1,9 @@
-#include "engine/tokenizer/normalizer.h"
+#include "tokenizer/normalizer.h"
 
 #include <vector>
 
-#include "engine/tokenizer/regex.h"
-#include "engine/tokenizer/unicode.h"
+#include "tokenizer/regex.h"
+#include "tokenizer/unicode.h"
 
 namespace loragate::tok {
 namespace {

@@ -1,8 +1,8 @@
-#include "engine/tokenizer/added_tokens.h"
+#include "tokenizer/added_tokens.h"
 
 #include <utf8proc.h>
 
-#include "engine/tokenizer/unicode.h"
+#include "tokenizer/unicode.h"
 
 namespace loragate::tok {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "engine/tokenizer/json_util.h"
+#include "tokenizer/json_util.h"
 
 namespace loragate::tok {
 

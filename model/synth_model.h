@@ -8,7 +8,7 @@
 
 #include "common/dtype.h"
 #include "common/status.h"
-#include "engine/loader/model_config.h"
+#include "model/model_config.h"
 
 namespace loragate {
 

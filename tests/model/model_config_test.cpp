@@ -1,7 +1,7 @@
 // ModelConfig: real stories260K config, Llama 3 / Mistral / Qwen2 variants,
 // refusals (architecture, rope type, JSON, types, shapes) and generation_config
 // merging.
-#include "engine/loader/model_config.h"
+#include "model/model_config.h"
 
 #include <gtest/gtest.h>
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "common/status.h"
-#include "engine/tokenizer/json_reader.h"
-#include "engine/tokenizer/json_util.h"
+#include "tokenizer/json_reader.h"
+#include "tokenizer/json_util.h"
 
 namespace loragate::tok {
 
