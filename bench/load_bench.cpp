@@ -12,6 +12,7 @@
 
 #include "bench/bench_util.h"
 #include "engine/llama_model.h"
+#include "model/model_dir.h"
 #include "model/safetensors.h"
 
 namespace loragate::bench {
@@ -42,7 +43,9 @@ void write_all(int fd, const std::string& text) {
 [[noreturn]] void load_and_report(const std::string& model_dir, WeightType storage, int fd) {
   const long before = proc_status_kib("VmRSS");
   const BenchClock::time_point start = BenchClock::now();
-  Result<std::unique_ptr<LlamaModel>> model = LlamaModel::load(model_dir, storage);
+  Result<std::shared_ptr<const ModelDir>> dir = ModelDir::open(model_dir);
+  Result<std::unique_ptr<LlamaModel>> model =
+      dir.is_ok() ? LlamaModel::load(**dir, storage) : Result<std::unique_ptr<LlamaModel>>(dir.status());
   const double seconds = seconds_since(start);
   const long steady = proc_status_kib("VmRSS");
   const long peak = proc_status_kib("VmHWM");  // after VmRSS: reading the file may add a page

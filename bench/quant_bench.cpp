@@ -7,6 +7,7 @@
 #include "engine/cpu_model_runner.h"
 #include "engine/engine.h"
 #include "engine/logit_agreement.h"
+#include "model/model_dir.h"
 
 namespace loragate::bench {
 
@@ -15,7 +16,8 @@ Status run_quant_bench(const QuantBenchOptions& o) {
   eo.max_num_seqs = o.prompts;
   eo.max_num_batched_tokens = static_cast<int64_t>(o.prompts) * o.prompt_len;
   eo.max_loras = 0;
-  LG_ASSIGN_OR_RETURN(std::unique_ptr<Engine> f32, Engine::load(o.model_dir, eo));
+  LG_ASSIGN_OR_RETURN(std::shared_ptr<const ModelDir> model, ModelDir::open(o.model_dir));
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<Engine> f32, Engine::load(model, eo));
   const int64_t vocab = f32->config().vocab_size;
 
   std::vector<GenerationRequest> requests;
@@ -37,7 +39,8 @@ Status run_quant_bench(const QuantBenchOptions& o) {
               "");
   for (const std::string& name : o.dtypes) {
     LG_ASSIGN_OR_RETURN(const WeightType type, parse_weight_type(name));
-    LG_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> q, LlamaModel::load(o.model_dir, type, nullptr, o.outlier_threshold));
+    LG_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> q,
+                        LlamaModel::load(*model, type, nullptr, o.outlier_threshold));
     LG_ASSIGN_OR_RETURN(LogitAgreement a, compare_logits(*cpu_model(f32->runner()), *q, sequences, prompt_lens));
     std::printf("%-13s %12.1f %15.1f%% %14.4f %14.4f\n", name.c_str(), q->weights().bytes() / 1048576.0,
                 100.0 * a.agreement(), a.max_abs_error, a.mean_abs_error);

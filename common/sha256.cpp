@@ -157,28 +157,4 @@ Result<std::string> sha256_file(const std::string& path) {
   return hasher.finish_hex();
 }
 
-Result<std::string> sha256_of_weights(const std::string& model_dir) {
-  namespace fs = std::filesystem;
-  std::vector<fs::path> files;
-  std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator(model_dir, ec)) {
-    if (e.is_regular_file() && e.path().extension() == ".safetensors") files.push_back(e.path());
-  }
-  if (ec) return Status::io_error("cannot list " + model_dir + ": " + ec.message());
-  if (files.empty()) return Status::not_found("no *.safetensors weights in " + model_dir);
-  std::sort(files.begin(), files.end());
-  Sha256 hasher;
-  std::vector<char> buffer(1 << 20);
-  for (const fs::path& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    if (!in) return Status::io_error("cannot read " + f.string());
-    while (in) {
-      in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-      hasher.update(buffer.data(), static_cast<size_t>(in.gcount()));
-    }
-    if (in.bad()) return Status::io_error("read error in " + f.string());
-  }
-  return hasher.finish_hex();
-}
-
 }  // namespace loragate

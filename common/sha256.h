@@ -46,9 +46,4 @@ std::string sha256_hex(std::string_view data);
 // cannot be opened or read (both name the path).
 Result<std::string> sha256_file(const std::string& path);
 
-// The SHA-256 of a model directory's weights: of model.safetensors alone (so
-// it equals `sha256sum model.safetensors`), or of every *.safetensors shard
-// concatenated in name order.
-Result<std::string> sha256_of_weights(const std::string& model_dir);
-
 }  // namespace loragate

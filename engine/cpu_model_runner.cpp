@@ -4,7 +4,7 @@
 
 namespace loragate {
 
-Result<std::unique_ptr<CpuModelRunner>> CpuModelRunner::load(const std::string& dir, const RunnerOptions& options) {
+Result<std::unique_ptr<CpuModelRunner>> CpuModelRunner::load(const ModelDir& dir, const RunnerOptions& options) {
   LG_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model,
                       LlamaModel::load(dir, options.weight_dtype, options.merge, options.outlier_threshold));
   LG_ASSIGN_OR_RETURN(KvCache cache, KvCache::create(model->config(), options.kv_block_size, options.kv_num_blocks,

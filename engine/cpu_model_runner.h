@@ -14,7 +14,7 @@ namespace loragate {
 
 class CpuModelRunner final : public ModelRunner {
  public:
-  static Result<std::unique_ptr<CpuModelRunner>> load(const std::string& dir, const RunnerOptions& options);
+  static Result<std::unique_ptr<CpuModelRunner>> load(const ModelDir& model, const RunnerOptions& options);
 
   Device device() const override { return Device{}; }
   const ModelConfig& config() const override { return model_->config(); }

@@ -1,6 +1,5 @@
 #include "engine/engine.h"
 
-#include <filesystem>
 #include <random>
 #include <thread>
 
@@ -13,24 +12,12 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-// A tokenizer made for another model would produce ids the embedding table
-// does not have (or leave the model's own special tokens unreachable): refused
-// at load, not discovered as garbage or out-of-range reads at the first request.
-// Every id it knows, special tokens included, lies below its vocab_size().
-Status check_tokenizer_fits(const ModelConfig& model, const Tokenizer& tokenizer, const std::string& model_dir) {
-  if (tokenizer.vocab_size() <= model.vocab_size) return Status::ok();
-  return Status::invalid_argument(model_dir + "/tokenizer.json: the tokenizer has " +
-                                  std::to_string(tokenizer.vocab_size()) + " tokens (special tokens included), " +
-                                  "but the model's vocab_size in config.json is " + std::to_string(model.vocab_size) +
-                                  "; the tokenizer belongs to another model");
-}
-
 }  // namespace
 
-Engine::Engine(EngineOptions options, std::unique_ptr<ModelRunner> runner, std::unique_ptr<Tokenizer> tokenizer)
+Engine::Engine(EngineOptions options, std::shared_ptr<const ModelDir> model, std::unique_ptr<ModelRunner> runner)
     : options_(options),
+      model_(std::move(model)),
       runner_(std::move(runner)),
-      tokenizer_(std::move(tokenizer)),
       blocks_(runner_->kv_geometry().num_blocks, runner_->kv_geometry().block_size),
       adapters_(options.max_loras > 0
                     ? std::make_unique<AdapterCache>(
@@ -44,7 +31,7 @@ Engine::Engine(EngineOptions options, std::unique_ptr<ModelRunner> runner, std::
       seed_counter_(std::random_device{}()) {
   const ModelConfig& c = runner_->config();
   eos_ids_ = c.eos_token_ids;
-  if (eos_ids_.empty() && tokenizer_ && tokenizer_->eos_id()) eos_ids_.push_back(*tokenizer_->eos_id());
+  if (eos_ids_.empty() && tokenizer() && tokenizer()->eos_id()) eos_ids_.push_back(*tokenizer()->eos_id());
   max_model_len_ = options.max_model_len > 0 ? std::min(options.max_model_len, c.max_position_embeddings)
                                              : c.max_position_embeddings;
 }
@@ -53,23 +40,23 @@ Engine::~Engine() = default;
 
 Result<std::unique_ptr<Engine>> Engine::load(const std::string& model_dir, const EngineOptions& options,
                                              const LoraAdapter* merge) {
+  LG_ASSIGN_OR_RETURN(std::shared_ptr<const ModelDir> model, ModelDir::open(model_dir));
+  return load(std::move(model), options, merge);
+}
+
+Result<std::unique_ptr<Engine>> Engine::load(std::shared_ptr<const ModelDir> model, const EngineOptions& options,
+                                             const LoraAdapter* merge) {
   if (options.max_num_batched_tokens <= 0) return Status::invalid_argument("max_num_batched_tokens must be > 0");
   if (options.max_num_seqs <= 0) return Status::invalid_argument("max_num_seqs must be > 0");
   if (options.max_logits_rows <= 0) return Status::invalid_argument("max_logits_rows must be > 0");
   if (options.max_loras < 0) return Status::invalid_argument("max_loras must be >= 0");
   if (options.max_loras > 0 && options.max_lora_rank <= 0) return Status::invalid_argument("max_lora_rank must be > 0");
   LG_RETURN_IF_ERROR(cpu::isa_from_env().status());  // a mistyped LORAGATE_ISA is an error, not a silent fallback
-  std::unique_ptr<Tokenizer> tokenizer;
-  if (std::filesystem::exists(std::filesystem::path(model_dir) / "tokenizer.json")) {
-    LG_ASSIGN_OR_RETURN(tokenizer, Tokenizer::load(model_dir));
-    LG_ASSIGN_OR_RETURN(const ModelConfig config, ModelConfig::load(model_dir));  // before the weights: cheap
-    LG_RETURN_IF_ERROR(check_tokenizer_fits(config, *tokenizer, model_dir));
-  }
   const RunnerOptions runner_options{options.device,        options.weight_dtype,  options.outlier_threshold,
                                      options.kv_block_size, options.kv_num_blocks, options.kv_cache_bytes,
                                      merge};
-  LG_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner, load_model_runner(model_dir, runner_options));
-  return std::unique_ptr<Engine>(new Engine(options, std::move(runner), std::move(tokenizer)));
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner, load_model_runner(*model, runner_options));
+  return std::unique_ptr<Engine>(new Engine(options, std::move(model), std::move(runner)));
 }
 
 Status Engine::validate_request(const GenerationRequest& request) const {
@@ -125,7 +112,7 @@ Result<int64_t> Engine::add_request(GenerationRequest request, int64_t id) {
   next_id_ = std::max(next_id_, id + 1);
   const uint64_t seed = request.params.seed ? *request.params.seed : seed_counter_++;
   auto seq = std::make_unique<Sequence>(id, std::move(request.prompt_ids), std::move(request.params),
-                                        request.prompt_logprobs, request.score_from, seed, tokenizer_.get(),
+                                        request.prompt_logprobs, request.score_from, seed, tokenizer(),
                                         Clock::now());
   seq->sink = request.sink;
   seq->adapter = std::move(request.adapter);

@@ -29,6 +29,7 @@
 #include "engine/sampling_params.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "model/model_dir.h"
 #include "tokenizer/tokenizer.h"
 
 namespace loragate {
@@ -93,8 +94,11 @@ struct EngineStats {
 
 class Engine {
  public:
-  // Loads the model (and tokenizer.json when present) from `model_dir`; with
-  // `merge`, that adapter is folded into the base weights (a baseline for benchmarks).
+  // Loads the weights of `model` onto options.device; with `merge`, that
+  // adapter is folded into the base weights (a baseline for benchmarks).
+  static Result<std::unique_ptr<Engine>> load(std::shared_ptr<const ModelDir> model, const EngineOptions& options,
+                                              const LoraAdapter* merge = nullptr);
+  // Opens `model_dir` (ModelDir::open), then loads it.
   static Result<std::unique_ptr<Engine>> load(const std::string& model_dir, const EngineOptions& options,
                                               const LoraAdapter* merge = nullptr);
   Engine(const Engine&) = delete;
@@ -131,7 +135,9 @@ class Engine {
 
   const ModelConfig& config() const { return runner_->config(); }
   const ModelRunner& runner() const { return *runner_; }
-  const Tokenizer* tokenizer() const { return tokenizer_.get(); }  // nullptr when the model has none
+  const Tokenizer* tokenizer() const { return model_->tokenizer(); }  // nullptr when the model has none
+  // The directory it was loaded from: config, tokenizer, chat template, identity.
+  const ModelDir& model() const { return *model_; }
   // This engine's adapters (register with adapters()->add); null when max_loras is 0.
   AdapterCache* adapters() const { return adapters_.get(); }
   const EngineOptions& options() const { return options_; }
@@ -141,14 +147,14 @@ class Engine {
   int64_t kv_cache_bytes() const { return runner_->kv_geometry().bytes(); }
 
  private:
-  Engine(EngineOptions options, std::unique_ptr<ModelRunner> runner, std::unique_ptr<Tokenizer> tokenizer);
+  Engine(EngineOptions options, std::shared_ptr<const ModelDir> model, std::unique_ptr<ModelRunner> runner);
   GenerationResult make_result(const Sequence& seq) const;
   // Hands a finished sequence's result to its sink or the finished list, and forgets it.
   void retire(Sequence& seq);
 
   EngineOptions options_;
+  std::shared_ptr<const ModelDir> model_;
   std::unique_ptr<ModelRunner> runner_;
-  std::unique_ptr<Tokenizer> tokenizer_;
   BlockManager blocks_;
   std::unique_ptr<AdapterCache> adapters_;
   std::unique_ptr<Scheduler> scheduler_;

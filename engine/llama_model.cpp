@@ -23,15 +23,14 @@ void ensure(std::vector<float>& v, size_t n) {
 LlamaModel::LlamaModel(ModelConfig config, std::unique_ptr<LlamaWeights> weights)
     : config_(std::move(config)), weights_(std::move(weights)), inv_freq_(rope_inv_freq(config_)) {}
 
-Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& dir, WeightType storage, const LoraAdapter* merge,
+Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const ModelDir& dir, WeightType storage, const LoraAdapter* merge,
                                                       float outlier_threshold) {
   if (!(outlier_threshold > 0)) {
     return Status::invalid_argument("outlier_threshold must be > 0, got " + std::to_string(outlier_threshold));
   }
-  LG_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::load(dir));
-  LG_ASSIGN_OR_RETURN(std::unique_ptr<WeightStore> store, WeightStore::open_dir(dir));
-  LG_ASSIGN_OR_RETURN(std::unique_ptr<LlamaWeights> weights, LlamaWeights::load(*store, config, storage, merge));
-  LG_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model, from_parts(std::move(config), std::move(weights)));
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<LlamaWeights> weights,
+                      LlamaWeights::load(dir.weights(), dir.config(), storage, merge));
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model, from_parts(dir.config(), std::move(weights)));
   model->outlier_threshold_ = outlier_threshold;
   if (storage == WeightType::kInt8Outlier) {
     model->outliers_ = std::make_unique<OutlierCounter[]>(static_cast<size_t>(model->config_.num_hidden_layers) + 1);

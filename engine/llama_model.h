@@ -20,6 +20,7 @@
 #include "engine/llama_weights.h"
 #include "adapters/lora_slots.h"
 #include "model/model_config.h"
+#include "model/model_dir.h"
 #include "kernels/cpu/int8_matmul.h"
 
 namespace loragate {
@@ -33,10 +34,10 @@ struct ForwardWorkspace {
 
 class LlamaModel {
  public:
-  // Loads config.json, the safetensors weights and converts them to `storage`.
+  // Converts the weights of `model` to `storage`.
   // With `merge`, that adapter is folded into the weights (see LlamaWeights::load).
   // `outlier_threshold`: int8-outlier storage runs activations above it in f32.
-  static Result<std::unique_ptr<LlamaModel>> load(const std::string& dir, WeightType storage,
+  static Result<std::unique_ptr<LlamaModel>> load(const ModelDir& model, WeightType storage,
                                                   const LoraAdapter* merge = nullptr,
                                                   float outlier_threshold = kDefaultOutlierThreshold);
   static Result<std::unique_ptr<LlamaModel>> from_parts(ModelConfig config, std::unique_ptr<LlamaWeights> weights);

@@ -165,10 +165,9 @@ Result<std::unique_ptr<LlamaWeights>> LlamaWeights::load(const WeightStore& stor
   auto w = std::unique_ptr<LlamaWeights>(new LlamaWeights());
   w->storage_ = storage;
   w->hidden_ = c.hidden_size;
-  const int64_t h = c.hidden_size, q_out = c.num_attention_heads * c.head_dim,
-                kv_out = c.num_key_value_heads * c.head_dim;
+  LG_ASSIGN_OR_RETURN(const CheckpointLayout layout, checkpoint_layout(c, store));
 
-  LG_ASSIGN_OR_RETURN(const TensorView* embed, store.require("model.embed_tokens.weight", {c.vocab_size, h}));
+  LG_ASSIGN_OR_RETURN(const TensorView* embed, store.require(layout.embed.name, layout.embed.shape));
   // Only gathered a row per token, so quantised bases keep the table in bf16.
   if (storage != WeightType::kF32) {
     convert_table(store, *embed, w->embed_bf16_);
@@ -176,53 +175,47 @@ Result<std::unique_ptr<LlamaWeights>> LlamaWeights::load(const WeightStore& stor
     convert_table(store, *embed, w->embed_f32_);
   }
 
-  const std::vector<LinearTensor> linears = linear_tensors(c);  // 7 per layer, then lm_head
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+  for (size_t l = 0; l < layout.layers.size(); ++l) {
+    const LayerTensors& t = layout.layers[l];
     LayerWeights lw;
-    LG_ASSIGN_OR_RETURN(const TensorView* in_norm, store.require(layer_tensor_name(l, "input_layernorm.weight"), {h}));
+    LG_ASSIGN_OR_RETURN(const TensorView* in_norm, store.require(t.input_norm.name, t.input_norm.shape));
     LG_ASSIGN_OR_RETURN(const TensorView* post_norm,
-                        store.require(layer_tensor_name(l, "post_attention_layernorm.weight"), {h}));
-    if (c.attention_bias) {
-      LG_ASSIGN_OR_RETURN(const TensorView* qb, store.require(layer_tensor_name(l, "self_attn.q_proj.bias"), {q_out}));
-      LG_ASSIGN_OR_RETURN(const TensorView* kb, store.require(layer_tensor_name(l, "self_attn.k_proj.bias"), {kv_out}));
-      LG_ASSIGN_OR_RETURN(const TensorView* vb, store.require(layer_tensor_name(l, "self_attn.v_proj.bias"), {kv_out}));
-      for (const TensorView* b : {qb, kb, vb}) {
-        std::vector<float> part = take_f32(store, *b);
-        lw.qkv_bias.insert(lw.qkv_bias.end(), part.begin(), part.end());
-      }
+                        store.require(t.post_attention_norm.name, t.post_attention_norm.shape));
+    for (const TensorRef& bias : t.qkv_bias) {
+      LG_ASSIGN_OR_RETURN(const TensorView* b, store.require(bias.name, bias.shape));
+      std::vector<float> part = take_f32(store, *b);
+      lw.qkv_bias.insert(lw.qkv_bias.end(), part.begin(), part.end());
     }
     lw.input_norm = take_f32(store, *in_norm);
     lw.post_attn_norm = take_f32(store, *post_norm);
-    auto merged = [&](LoraModule m) { return merge != nullptr ? merge->weights(l, m) : nullptr; };
-    const LinearTensor* layer = &linears[static_cast<size_t>(l) * 7];  // q k v o gate up down
-    LG_ASSIGN_OR_RETURN(lw.qkv, matrices.stacked({layer[0], layer[1], layer[2]},
+    const auto layer = static_cast<int64_t>(l);
+    auto merged = [&](LoraModule m) { return merge != nullptr ? merge->weights(layer, m) : nullptr; };
+    LG_ASSIGN_OR_RETURN(lw.qkv, matrices.stacked({t.qkv.begin(), t.qkv.end()},
                                                  {merged(LoraModule::kQ), merged(LoraModule::kK),
                                                   merged(LoraModule::kV)}));
-    LG_ASSIGN_OR_RETURN(lw.o, matrices.stacked({layer[3]}, {merged(LoraModule::kO)}));
-    LG_ASSIGN_OR_RETURN(lw.gate_up,
-                        matrices.stacked({layer[4], layer[5]}, {merged(LoraModule::kGate), merged(LoraModule::kUp)}));
-    LG_ASSIGN_OR_RETURN(lw.down, matrices.stacked({layer[6]}, {merged(LoraModule::kDown)}));
+    LG_ASSIGN_OR_RETURN(lw.o, matrices.stacked({t.o}, {merged(LoraModule::kO)}));
+    LG_ASSIGN_OR_RETURN(lw.gate_up, matrices.stacked({t.gate_up.begin(), t.gate_up.end()},
+                                                     {merged(LoraModule::kGate), merged(LoraModule::kUp)}));
+    LG_ASSIGN_OR_RETURN(lw.down, matrices.stacked({t.down}, {merged(LoraModule::kDown)}));
     w->layers_.push_back(std::move(lw));
   }
 
-  LG_ASSIGN_OR_RETURN(const TensorView* norm, store.require("model.norm.weight", {h}));
+  LG_ASSIGN_OR_RETURN(const TensorView* norm, store.require(layout.final_norm.name, layout.final_norm.shape));
   w->final_norm_ = take_f32(store, *norm);
-  const LinearTensor& head = linears.back();
-  if (file_type || store.find(head.name) != nullptr) {
-    // A quantised file always holds its lm_head (tied or not).
-    LG_ASSIGN_OR_RETURN(w->lm_head_, matrices.stacked({head}));
-  } else if (c.tie_word_embeddings && is_quantized(storage)) {
+  if (layout.lm_head_source == LmHeadSource::kOwnTensor) {
+    LG_ASSIGN_OR_RETURN(w->lm_head_, matrices.stacked({layout.lm_head}));
+  } else if (is_quantized(storage)) {
     // Quantised from the file's values, not the bf16 table (its pages were
     // released and are read back a panel at a time).
-    LG_ASSIGN_OR_RETURN(w->lm_head_, matrices.stacked({{embed->name, c.vocab_size, h}}));
-  } else if (c.tie_word_embeddings) {
+    LG_ASSIGN_OR_RETURN(w->lm_head_, matrices.stacked({{embed->name, c.vocab_size, c.hidden_size}}));
+  } else {
     // From the table already converted, not the file again: bf16 storage
     // repacks its own bf16 values unchanged, as from the file's.
     w->lm_head_ = storage == WeightType::kBF16
-                      ? cpu::PackedMatrix::pack(w->embed_bf16_.data(), DType::kBF16, c.vocab_size, h, storage)
-                      : cpu::PackedMatrix::pack(w->embed_f32_.data(), DType::kF32, c.vocab_size, h, storage);
-  } else {
-    return Status::not_found("tensor 'lm_head.weight' missing and tie_word_embeddings is false");
+                      ? cpu::PackedMatrix::pack(w->embed_bf16_.data(), DType::kBF16, c.vocab_size, c.hidden_size,
+                                                storage)
+                      : cpu::PackedMatrix::pack(w->embed_f32_.data(), DType::kF32, c.vocab_size, c.hidden_size,
+                                                storage);
   }
   return w;
 }

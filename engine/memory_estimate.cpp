@@ -5,6 +5,7 @@
 
 #include "adapters/lora_module.h"
 #include "engine/kv_cache.h"
+#include "model/checkpoint.h"
 #include "kernels/cpu/matmul.h"
 
 namespace loragate {
@@ -38,27 +39,35 @@ Result<MemoryEstimate> estimate_engine_memory(const ModelConfig& c, const Engine
 
   MemoryEstimate e;
 
-  // Weights, as LlamaWeights::load stores them: matrices packed in the
-  // storage type, the embedding table in f32 for f32 storage and in bf16
-  // otherwise, norms and biases in f32. lm_head is packed from
-  // lm_head.weight or, tied, from the embedding: a separate [vocab, hidden]
-  // matrix either way, so tying changes nothing here.
+  // Weights, as LlamaWeights::load stores them, walking the same layout:
+  // matrices packed in the storage type as the runner stacks them, the
+  // embedding table in f32 for f32 storage and in bf16 otherwise, norms and
+  // biases in f32. lm_head is packed from lm_head.weight or, tied, from the
+  // embedding: a separate [vocab, hidden] matrix either way, so the layout
+  // is walked as if the file held one.
   const WeightType elem = options.weight_dtype;
   const int64_t table_elem = elem == WeightType::kF32 ? 4 : 2;
   constexpr int64_t f32 = 4;
-  const int64_t h = c.hidden_size, q_out = c.num_attention_heads * c.head_dim,
-                kv_out = c.num_key_value_heads * c.head_dim, inter = c.intermediate_size;
-  int64_t layer = 0;
-  layer += packed_bytes(q_out + 2 * kv_out, h, elem);  // qkv
-  layer += packed_bytes(h, q_out, elem);               // o
-  layer += packed_bytes(2 * inter, h, elem);           // gate_up
-  layer += packed_bytes(h, inter, elem);               // down
-  layer += 2 * h * f32;                                // input and post-attention norms
-  if (c.attention_bias) layer += (q_out + 2 * kv_out) * f32;
-  e.weights_bytes = c.vocab_size * h * table_elem       // embedding
-                    + c.num_hidden_layers * layer      //
-                    + h * f32                          // final norm
-                    + packed_bytes(c.vocab_size, h, elem);  // lm_head
+  auto numel = [](const TensorRef& t) {
+    int64_t n = 1;
+    for (int64_t d : t.shape) n *= d;
+    return n;
+  };
+  auto stacked_bytes = [elem](auto begin, auto end) {
+    int64_t rows = 0;
+    for (auto it = begin; it != end; ++it) rows += it->rows;
+    return packed_bytes(rows, begin->cols, elem);
+  };
+  LG_ASSIGN_OR_RETURN(const CheckpointLayout layout, checkpoint_layout(c, /*has_lm_head_tensor=*/true));
+  e.weights_bytes = numel(layout.embed) * table_elem + numel(layout.final_norm) * f32 +
+                    packed_bytes(layout.lm_head.rows, layout.lm_head.cols, elem);
+  for (const LayerTensors& l : layout.layers) {
+    e.weights_bytes += stacked_bytes(l.qkv.begin(), l.qkv.end()) + packed_bytes(l.o.rows, l.o.cols, elem) +
+                       stacked_bytes(l.gate_up.begin(), l.gate_up.end()) +
+                       packed_bytes(l.down.rows, l.down.cols, elem);
+    e.weights_bytes += (numel(l.input_norm) + numel(l.post_attention_norm)) * f32;
+    for (const TensorRef& bias : l.qkv_bias) e.weights_bytes += numel(bias) * f32;
+  }
 
   // KV pool, as KvCache::create sizes it.
   const int64_t per_block = KvCache::bytes_per_block(c, options.kv_block_size);

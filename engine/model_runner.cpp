@@ -11,7 +11,7 @@
 
 namespace loragate {
 
-Result<std::unique_ptr<ModelRunner>> load_model_runner(const std::string& dir, const RunnerOptions& options) {
+Result<std::unique_ptr<ModelRunner>> load_model_runner(const ModelDir& dir, const RunnerOptions& options) {
   if (options.device.kind == Device::Kind::kCuda) {
 #ifdef LORAGATE_HAVE_CUDA
     const int count = cuda::cuda_device_count();

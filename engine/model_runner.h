@@ -22,6 +22,7 @@
 #include "engine/device.h"
 #include "engine/forward_batch.h"
 #include "model/model_config.h"
+#include "model/model_dir.h"
 
 namespace loragate {
 
@@ -65,6 +66,6 @@ class ModelRunner {
 
 // Loads the model in `dir` onto options.device. A device this build or
 // machine cannot run is refused, saying why.
-Result<std::unique_ptr<ModelRunner>> load_model_runner(const std::string& dir, const RunnerOptions& options);
+Result<std::unique_ptr<ModelRunner>> load_model_runner(const ModelDir& model, const RunnerOptions& options);
 
 }  // namespace loragate

@@ -8,7 +8,7 @@
 
 #include "common/dtype.h"
 #include "common/sha256.h"
-#include "model/model_config.h"
+#include "model/model_dir.h"
 #include "model/safetensors.h"
 #include "engine/quantized_file.h"
 #include "kernels/cpu/quantize.h"
@@ -52,32 +52,22 @@ Result<std::vector<OutputTensor>> output_tensors(const WeightStore& store, const
     return Status::ok();
   };
 
-  const int64_t h = c.hidden_size, q_out = c.num_attention_heads * c.head_dim,
-                kv_out = c.num_key_value_heads * c.head_dim;
-  const std::vector<LinearTensor> linears = linear_tensors(c);
-  LG_RETURN_IF_ERROR(add_float("model.embed_tokens.weight", DType::kBF16, {c.vocab_size, h}));
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    LG_RETURN_IF_ERROR(add_float(layer_tensor_name(l, "input_layernorm.weight"), DType::kF32, {h}));
-    LG_RETURN_IF_ERROR(add_float(layer_tensor_name(l, "post_attention_layernorm.weight"), DType::kF32, {h}));
-    if (c.attention_bias) {
-      LG_RETURN_IF_ERROR(add_float(layer_tensor_name(l, "self_attn.q_proj.bias"), DType::kF32, {q_out}));
-      LG_RETURN_IF_ERROR(add_float(layer_tensor_name(l, "self_attn.k_proj.bias"), DType::kF32, {kv_out}));
-      LG_RETURN_IF_ERROR(add_float(layer_tensor_name(l, "self_attn.v_proj.bias"), DType::kF32, {kv_out}));
-    }
-    for (size_t i = 0; i < 7; ++i) {
-      const LinearTensor& lin = linears[static_cast<size_t>(l) * 7 + i];
-      LG_RETURN_IF_ERROR(add_linear(lin, lin.name));
-    }
+  LG_ASSIGN_OR_RETURN(const CheckpointLayout layout, checkpoint_layout(c, store));
+  LG_RETURN_IF_ERROR(add_float(layout.embed.name, DType::kBF16, layout.embed.shape));
+  for (const LayerTensors& l : layout.layers) {
+    LG_RETURN_IF_ERROR(add_float(l.input_norm.name, DType::kF32, l.input_norm.shape));
+    LG_RETURN_IF_ERROR(add_float(l.post_attention_norm.name, DType::kF32, l.post_attention_norm.shape));
+    for (const TensorRef& bias : l.qkv_bias) LG_RETURN_IF_ERROR(add_float(bias.name, DType::kF32, bias.shape));
+    for (const LinearTensor& lin : l.qkv) LG_RETURN_IF_ERROR(add_linear(lin, lin.name));
+    LG_RETURN_IF_ERROR(add_linear(l.o, l.o.name));
+    for (const LinearTensor& lin : l.gate_up) LG_RETURN_IF_ERROR(add_linear(lin, lin.name));
+    LG_RETURN_IF_ERROR(add_linear(l.down, l.down.name));
   }
-  LG_RETURN_IF_ERROR(add_float("model.norm.weight", DType::kF32, {h}));
-  const LinearTensor& head = linears.back();
-  if (store.find(head.name) != nullptr) {
-    LG_RETURN_IF_ERROR(add_linear(head, head.name));
-  } else if (c.tie_word_embeddings) {
-    LG_RETURN_IF_ERROR(add_linear(head, "model.embed_tokens.weight"));  // written, so loading needs no tie
-  } else {
-    return Status::not_found("tensor 'lm_head.weight' missing and tie_word_embeddings is false");
-  }
+  LG_RETURN_IF_ERROR(add_float(layout.final_norm.name, DType::kF32, layout.final_norm.shape));
+  // A tied lm_head is written as its own tensor, so loading needs no tie.
+  LG_RETURN_IF_ERROR(add_linear(layout.lm_head, layout.lm_head_source == LmHeadSource::kOwnTensor
+                                                    ? layout.lm_head.name
+                                                    : layout.embed.name));
   return out;
 }
 
@@ -190,20 +180,18 @@ Result<QuantizeResult> quantize_model(const std::string& src_dir, const std::str
   if (fs::exists(out_dir, ec) && !(fs::is_directory(out_dir, ec) && fs::is_empty(out_dir, ec))) {
     return Status::already_exists(out_dir + " exists and is not an empty directory");
   }
-  LG_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::load(src_dir));
-  LG_ASSIGN_OR_RETURN(std::unique_ptr<WeightStore> store, WeightStore::open_dir(src_dir));
+  LG_ASSIGN_OR_RETURN(std::shared_ptr<const ModelDir> source, ModelDir::open(src_dir));
+  const WeightStore* store = &source->weights();
   LG_ASSIGN_OR_RETURN(std::optional<WeightType> already, quantized_file_type(*store));
   if (already) {
     return Status::invalid_argument(src_dir + " is quantised already (" + std::string(weight_type_name(*already)) +
                                     "); quantise the original float weights");
   }
-  LG_ASSIGN_OR_RETURN(std::vector<OutputTensor> tensors, output_tensors(*store, config, t));
+  LG_ASSIGN_OR_RETURN(std::vector<OutputTensor> tensors, output_tensors(*store, source->config(), t));
 
   QuantizeResult result;
-  LG_ASSIGN_OR_RETURN(result.source_sha256, sha256_of_weights(src_dir));
-  for (const fs::directory_entry& e : fs::directory_iterator(src_dir, ec)) {
-    if (e.is_regular_file() && e.path().extension() == ".safetensors") result.source_bytes += e.file_size();
-  }
+  result.source_sha256 = source->sha256();
+  for (const auto& file : store->files()) result.source_bytes += file->bytes().size();
   std::map<std::string, std::string> metadata = {{"loragate.format", kQuantizedFormat},
                                                  {"loragate.dtype", std::string(weight_type_name(t))},
                                                  {"loragate.source_sha256", result.source_sha256}};

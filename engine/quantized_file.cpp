@@ -156,27 +156,6 @@ class StackedQuantizedRows final : public cpu::PackedMatrix::QuantizedRowSource 
 
 }  // namespace
 
-std::string layer_tensor_name(int64_t layer, const char* suffix) {
-  return "model.layers." + std::to_string(layer) + "." + suffix;
-}
-
-std::vector<LinearTensor> linear_tensors(const ModelConfig& c) {
-  const int64_t h = c.hidden_size, q_out = c.num_attention_heads * c.head_dim,
-                kv_out = c.num_key_value_heads * c.head_dim, inter = c.intermediate_size;
-  std::vector<LinearTensor> out;
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    out.push_back({layer_tensor_name(l, "self_attn.q_proj.weight"), q_out, h});
-    out.push_back({layer_tensor_name(l, "self_attn.k_proj.weight"), kv_out, h});
-    out.push_back({layer_tensor_name(l, "self_attn.v_proj.weight"), kv_out, h});
-    out.push_back({layer_tensor_name(l, "self_attn.o_proj.weight"), h, q_out});
-    out.push_back({layer_tensor_name(l, "mlp.gate_proj.weight"), inter, h});
-    out.push_back({layer_tensor_name(l, "mlp.up_proj.weight"), inter, h});
-    out.push_back({layer_tensor_name(l, "mlp.down_proj.weight"), h, inter});
-  }
-  out.push_back({"lm_head.weight", c.vocab_size, h});
-  return out;
-}
-
 Result<std::optional<WeightType>> quantized_file_type(const WeightStore& store) {
   const std::string format = store.metadata("loragate.format");
   if (format.empty()) return std::optional<WeightType>();

@@ -24,6 +24,7 @@
 
 #include "common/status.h"
 #include "common/weight_type.h"
+#include "model/checkpoint.h"
 #include "model/model_config.h"
 #include "model/safetensors.h"
 #include "kernels/cpu/matmul.h"
@@ -31,16 +32,6 @@
 namespace loragate {
 
 inline constexpr const char* kQuantizedFormat = "loragate-quantized-v1";
-
-// A linear weight of the model: its tensor name and shape.
-struct LinearTensor {
-  std::string name;  // e.g. "model.layers.0.self_attn.q_proj.weight"
-  int64_t rows = 0, cols = 0;
-};
-// The Hugging Face name of a layer's tensor: "model.layers.L." + suffix.
-std::string layer_tensor_name(int64_t layer, const char* suffix);
-// Every linear weight of a model of `config`, in file order (lm_head last).
-std::vector<LinearTensor> linear_tensors(const ModelConfig& config);
 
 // The weight type a directory's weights were quantised to, or nullopt for
 // float weights. Refuses an unknown format, a type that is not quantised

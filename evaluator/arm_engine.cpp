@@ -99,11 +99,12 @@ class ServingBaseArm final : public ArmEngine {
 
 Result<std::unique_ptr<ArmEngine>> load_offline_arm(const std::string& name, const std::string& model_dir,
                                                     const EngineOptions& options) {
-  LG_ASSIGN_OR_RETURN(std::string sha, sha256_of_weights(model_dir));
-  LG_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::load(model_dir, options));
-  if (engine->tokenizer() == nullptr) return Status::invalid_argument("no tokenizer.json in " + model_dir);
+  LG_ASSIGN_OR_RETURN(std::shared_ptr<const ModelDir> model, ModelDir::open(model_dir));
+  if (model->tokenizer() == nullptr) return Status::invalid_argument("no tokenizer.json in " + model_dir);
+  std::string sha = model->sha256();
+  ChatTemplate tmpl = model->chat_template();
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::load(std::move(model), options));
   if (engine->adapters() == nullptr) return Status::invalid_argument("the evaluator needs max_loras > 0");
-  LG_ASSIGN_OR_RETURN(ChatTemplate tmpl, ChatTemplate::load(model_dir));
   return std::unique_ptr<ArmEngine>(new OfflineArm(name, std::move(sha), std::move(engine), std::move(tmpl)));
 }
 

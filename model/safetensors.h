@@ -78,6 +78,8 @@ class WeightStore {
   std::string metadata(const std::string& key) const;
   std::vector<std::string> names() const;
   const std::string& dir() const { return dir_; }
+  // The mapped files, in the order they were opened.
+  const std::vector<std::unique_ptr<SafetensorsFile>>& files() const { return files_; }
   // SafetensorsFile::release on whichever file holds [data, data + nbytes).
   void release(const void* data, size_t nbytes) const;
 

@@ -112,7 +112,7 @@ T* as(const cuda::DeviceBuffer& b) {
 
 using cuda_runner::as;
 
-Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::load(const std::string& dir, const RunnerOptions& options) {
+Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::load(const ModelDir& model, const RunnerOptions& options) {
   if (options.device.kind != Device::Kind::kCuda) {
     return Status::invalid_argument("the CUDA runner was asked for device " + options.device.name());
   }
@@ -125,16 +125,16 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::load(const std::string
     return Status::unsupported("device " + options.device.name() +
                                ": the CUDA runner does not merge adapters into its weights; use device cpu");
   }
-  LG_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::load(dir));
+  const ModelConfig& config = model.config();
   if (config.head_dim % 2 != 0) return Status::unsupported("rotary embedding needs an even head_dim");
   if (config.head_dim > cuda_runner::kMaxHeadDim) {
     return Status::unsupported("head_dim " + std::to_string(config.head_dim) + ": the CUDA runner's attention takes " +
                                std::to_string(cuda_runner::kMaxHeadDim) + " at most");
   }
-  LG_ASSIGN_OR_RETURN(std::unique_ptr<WeightStore> store, WeightStore::open_dir(dir));
-  LG_ASSIGN_OR_RETURN(std::optional<WeightType> file_type, quantized_file_type(*store));
+  const WeightStore& store = model.weights();
+  LG_ASSIGN_OR_RETURN(std::optional<WeightType> file_type, quantized_file_type(store));
   if (file_type) {
-    return Status::unsupported("'" + dir + "' holds weights quantised to " +
+    return Status::unsupported("'" + model.path() + "' holds weights quantised to " +
                                std::string(weight_type_name(*file_type)) +
                                ": the CUDA runner holds bf16 weights; quantised types run on the CPU");
   }
@@ -157,7 +157,7 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::load(const std::string
   LG_ASSIGN_OR_RETURN(cuda::Stream stream, cuda::Stream::create());
   runner->stream_ = std::make_shared<cuda::Stream>(std::move(stream));
   LG_ASSIGN_OR_RETURN(runner->lt_, cuda::CublasLt::create());
-  LG_RETURN_IF_ERROR(runner->load_weights(*store));
+  LG_RETURN_IF_ERROR(runner->load_weights(store));
 
   const ModelConfig& c = runner->config_;
   const size_t per_layer = static_cast<size_t>(num_blocks) * static_cast<size_t>(options.kv_block_size) *
@@ -176,49 +176,42 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::load(const std::string
 Status CudaModelRunner::load_weights(const WeightStore& store) {
   const ModelConfig& c = config_;
   const cuda::Stream& stream = *stream_;
-  const int64_t h = c.hidden_size, q_out = c.num_attention_heads * c.head_dim,
-                kv_out = c.num_key_value_heads * c.head_dim;
+  LG_ASSIGN_OR_RETURN(const CheckpointLayout layout, checkpoint_layout(c, store));
 
-  LG_ASSIGN_OR_RETURN(const TensorView* embed, store.require("model.embed_tokens.weight", {c.vocab_size, h}));
+  LG_ASSIGN_OR_RETURN(const TensorView* embed, store.require(layout.embed.name, layout.embed.shape));
   std::vector<uint16_t> embed_bf16;
   cuda_runner::append_bf16(store, *embed, embed_bf16);
   LG_ASSIGN_OR_RETURN(embed_, cuda_runner::upload(embed_bf16, stream));
 
-  const std::vector<LinearTensor> linears = linear_tensors(c);  // 7 per layer, then lm_head
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+  for (const LayerTensors& t : layout.layers) {
     Layer layer;
-    LG_ASSIGN_OR_RETURN(const TensorView* in_norm, store.require(layer_tensor_name(l, "input_layernorm.weight"), {h}));
+    LG_ASSIGN_OR_RETURN(const TensorView* in_norm, store.require(t.input_norm.name, t.input_norm.shape));
     LG_ASSIGN_OR_RETURN(const TensorView* post_norm,
-                        store.require(layer_tensor_name(l, "post_attention_layernorm.weight"), {h}));
+                        store.require(t.post_attention_norm.name, t.post_attention_norm.shape));
     LG_ASSIGN_OR_RETURN(layer.input_norm, cuda_runner::upload(cuda_runner::read_f32(store, *in_norm), stream));
     LG_ASSIGN_OR_RETURN(layer.post_attn_norm, cuda_runner::upload(cuda_runner::read_f32(store, *post_norm), stream));
-    if (c.attention_bias) {
+    if (!t.qkv_bias.empty()) {
       std::vector<float> bias;
-      for (const auto& [suffix, n] : {std::pair{"self_attn.q_proj.bias", q_out}, std::pair{"self_attn.k_proj.bias", kv_out},
-                                      std::pair{"self_attn.v_proj.bias", kv_out}}) {
-        LG_ASSIGN_OR_RETURN(const TensorView* b, store.require(layer_tensor_name(l, suffix), {n}));
+      for (const TensorRef& ref : t.qkv_bias) {
+        LG_ASSIGN_OR_RETURN(const TensorView* b, store.require(ref.name, ref.shape));
         const std::vector<float> part = cuda_runner::read_f32(store, *b);
         bias.insert(bias.end(), part.begin(), part.end());
       }
       LG_ASSIGN_OR_RETURN(layer.qkv_bias, cuda_runner::upload(bias, stream));
     }
-    const LinearTensor* lin = &linears[static_cast<size_t>(l) * 7];  // q k v o gate up down
-    LG_ASSIGN_OR_RETURN(layer.qkv, cuda_runner::upload_stacked(store, {lin[0], lin[1], lin[2]}, stream));
-    LG_ASSIGN_OR_RETURN(layer.o, cuda_runner::upload_stacked(store, {lin[3]}, stream));
-    LG_ASSIGN_OR_RETURN(layer.gate_up, cuda_runner::upload_stacked(store, {lin[4], lin[5]}, stream));
-    LG_ASSIGN_OR_RETURN(layer.down, cuda_runner::upload_stacked(store, {lin[6]}, stream));
+    LG_ASSIGN_OR_RETURN(layer.qkv, cuda_runner::upload_stacked(store, {t.qkv.begin(), t.qkv.end()}, stream));
+    LG_ASSIGN_OR_RETURN(layer.o, cuda_runner::upload_stacked(store, {t.o}, stream));
+    LG_ASSIGN_OR_RETURN(layer.gate_up, cuda_runner::upload_stacked(store, {t.gate_up.begin(), t.gate_up.end()}, stream));
+    LG_ASSIGN_OR_RETURN(layer.down, cuda_runner::upload_stacked(store, {t.down}, stream));
     weights_bytes_ += layer.input_norm.bytes() + layer.post_attn_norm.bytes() + layer.qkv_bias.bytes() +
                       layer.qkv.bytes() + layer.o.bytes() + layer.gate_up.bytes() + layer.down.bytes();
     layers_.push_back(std::move(layer));
   }
 
-  LG_ASSIGN_OR_RETURN(const TensorView* norm, store.require("model.norm.weight", {h}));
+  LG_ASSIGN_OR_RETURN(const TensorView* norm, store.require(layout.final_norm.name, layout.final_norm.shape));
   LG_ASSIGN_OR_RETURN(final_norm_, cuda_runner::upload(cuda_runner::read_f32(store, *norm), stream));
-  const LinearTensor& head = linears.back();
-  if (store.find(head.name) != nullptr) {
-    LG_ASSIGN_OR_RETURN(lm_head_, cuda_runner::upload_stacked(store, {head}, stream));
-  } else if (!c.tie_word_embeddings) {
-    return Status::not_found("tensor 'lm_head.weight' missing and tie_word_embeddings is false");
+  if (layout.lm_head_source == LmHeadSource::kOwnTensor) {
+    LG_ASSIGN_OR_RETURN(lm_head_, cuda_runner::upload_stacked(store, {layout.lm_head}, stream));
   }  // else tied: the lm_head reads embed_, as the CPU's bf16 lm_head repacks the same table
   weights_bytes_ += embed_.bytes() + final_norm_.bytes() + lm_head_.bytes();
   return Status::ok();

@@ -33,9 +33,9 @@ struct FlatBatch;
 
 class CudaModelRunner final : public ModelRunner {
  public:
-  // Loads the model in `dir` onto options.device (which must be a CUDA
+  // Loads `model` onto options.device (which must be a CUDA
   // device this machine has). Only bf16 weights and no merge.
-  static Result<std::unique_ptr<CudaModelRunner>> load(const std::string& dir, const RunnerOptions& options);
+  static Result<std::unique_ptr<CudaModelRunner>> load(const ModelDir& model, const RunnerOptions& options);
   CudaModelRunner(const CudaModelRunner&) = delete;
   CudaModelRunner& operator=(const CudaModelRunner&) = delete;
   ~CudaModelRunner() override;

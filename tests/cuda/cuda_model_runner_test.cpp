@@ -16,6 +16,7 @@
 #include "engine/cpu_model_runner.h"
 #include "engine/cuda/cuda_model_runner.h"
 #include "engine/engine.h"
+#include "model/model_dir.h"
 #include "model/synth_model.h"
 #include "kernels/cuda/cuda_device.h"
 #include "tests/test_util.h"
@@ -96,7 +97,7 @@ class CudaRunnerLoadTest : public ::testing::Test {
 TEST_F(CudaRunnerLoadTest, ADeviceThisMachineLacksIsUnavailableNamingTheCount) {
   const int count = cuda::cuda_device_count();
   // cuda:<count> is one past the last device: on this machine (none) that is cuda:0.
-  auto runner = load_model_runner(dir_, runner_options(Device{Device::Kind::kCuda, count}));
+  auto runner = load_model_runner(*ModelDir::open(dir_).value(), runner_options(Device{Device::Kind::kCuda, count}));
   ASSERT_FALSE(runner.is_ok());
   EXPECT_EQ(runner.status().code(), StatusCode::kUnavailable) << runner.status().to_string();
   const std::string& message = runner.status().message();
@@ -109,7 +110,7 @@ TEST_F(CudaRunnerLoadTest, RefusesWeightsOtherThanBf16ByName) {
   for (WeightType t : {WeightType::kF32, WeightType::kInt8, WeightType::kInt4}) {
     RunnerOptions o = runner_options(kCuda0);
     o.weight_dtype = t;
-    auto runner = CudaModelRunner::load(dir_, o);
+    auto runner = CudaModelRunner::load(*ModelDir::open(dir_).value(), o);
     ASSERT_FALSE(runner.is_ok());
     EXPECT_EQ(runner.status().code(), StatusCode::kUnsupported);
     EXPECT_NE(runner.status().message().find(std::string(weight_type_name(t))), std::string::npos);
@@ -127,7 +128,7 @@ TEST_F(CudaRunnerLoadTest, RefusesToMergeAnAdapter) {
   ASSERT_TRUE(adapter.is_ok()) << adapter.status().to_string();
   RunnerOptions o = runner_options(kCuda0);
   o.merge = adapter->get();
-  auto runner = CudaModelRunner::load(dir_, o);
+  auto runner = CudaModelRunner::load(*ModelDir::open(dir_).value(), o);
   ASSERT_FALSE(runner.is_ok());
   EXPECT_EQ(runner.status().code(), StatusCode::kUnsupported) << runner.status().to_string();
 }
@@ -182,8 +183,8 @@ std::vector<ForwardBatch> scripted_steps(std::vector<Script>& seqs) {
 
 // Runs the script on both runners (adapters in `adapter_dirs` go in slots 0, 1, ...).
 void compare_runners(const std::string& dir, std::vector<int32_t> slots, const std::vector<std::string>& adapter_dirs) {
-  auto cpu = load_model_runner(dir, runner_options(Device{}));
-  auto gpu = load_model_runner(dir, runner_options(kCuda0));
+  auto cpu = load_model_runner(*ModelDir::open(dir).value(), runner_options(Device{}));
+  auto gpu = load_model_runner(*ModelDir::open(dir).value(), runner_options(kCuda0));
   ASSERT_TRUE(cpu.is_ok()) << cpu.status().to_string();
   ASSERT_TRUE(gpu.is_ok()) << gpu.status().to_string();
   const ModelConfig& c = (*cpu)->config();
@@ -248,8 +249,8 @@ TEST_F(CudaRunnerSynthTest, MixedAdaptersMatchTheCpuRunner) {
 TEST_F(CudaRunnerSynthTest, RefusesAdapterSlotsItDidNotMake) {
   LG_REQUIRE_DEVICE();
   const std::string dir = tiny_model(root_);
-  auto cpu = load_model_runner(dir, runner_options(Device{}));
-  auto gpu = load_model_runner(dir, runner_options(kCuda0));
+  auto cpu = load_model_runner(*ModelDir::open(dir).value(), runner_options(Device{}));
+  auto gpu = load_model_runner(*ModelDir::open(dir).value(), runner_options(kCuda0));
   ASSERT_TRUE(cpu.is_ok() && gpu.is_ok());
   std::unique_ptr<LoraSlotStore> host_slots = (*cpu)->make_lora_slots(1, 4);
   ForwardBatch batch;
@@ -329,8 +330,8 @@ TEST(CudaRunnerStoriesTest, FirstStepLogitsOfTheGoldenPromptsMatchTheCpuRunner) 
   LG_REQUIRE_DEVICE();
   LG_REQUIRE_SHARED("models/golden.json");
   LG_REQUIRE_SHARED("models/stories260K/model.safetensors");
-  auto cpu = load_model_runner(stories_dir(), runner_options(Device{}, 16, 16));
-  auto gpu = load_model_runner(stories_dir(), runner_options(kCuda0, 16, 16));
+  auto cpu = load_model_runner(*ModelDir::open(stories_dir()).value(), runner_options(Device{}, 16, 16));
+  auto gpu = load_model_runner(*ModelDir::open(stories_dir()).value(), runner_options(kCuda0, 16, 16));
   ASSERT_TRUE(cpu.is_ok()) << cpu.status().to_string();
   ASSERT_TRUE(gpu.is_ok()) << gpu.status().to_string();
   const int64_t vocab = (*cpu)->config().vocab_size;

@@ -7,6 +7,7 @@
 
 #include "engine/engine.h"
 #include "engine/logit_agreement.h"
+#include "model/model_dir.h"
 #include "tests/test_util.h"
 
 namespace loragate {
@@ -126,7 +127,7 @@ TEST_F(GoldenTest, SmallKvPoolForcesPreemptionWithoutChangingOutputs) {
 // First-step logits of `storage` weights for each golden prompt.
 std::vector<std::vector<float>> first_step_logits(const std::vector<GoldenCase>& cases, WeightType storage) {
   std::vector<std::vector<float>> out;
-  auto model = LlamaModel::load(model_dir(), storage);
+  auto model = LlamaModel::load(*ModelDir::open(model_dir()).value(), storage);
   EXPECT_TRUE(model.is_ok()) << model.status().to_string();
   if (!model.is_ok()) return out;
   const ModelConfig& c = (*model)->config();
@@ -193,7 +194,7 @@ TEST_F(GoldenTest, Bf16WeightsStayCloseToTheReference) {
 // Bounds are the for int8 (>= 95% of tokens); int4's are what this
 // tiny model (hidden 64: groups span half a row) measured, with margin.
 TEST_F(GoldenTest, QuantizedBasesAgreeWithF32) {
-  auto f32 = LlamaModel::load(model_dir(), WeightType::kF32);
+  auto f32 = LlamaModel::load(*ModelDir::open(model_dir()).value(), WeightType::kF32);
   ASSERT_TRUE(f32.is_ok()) << f32.status().to_string();
   std::vector<std::vector<int32_t>> sequences;
   std::vector<int64_t> prompt_lens;
@@ -213,7 +214,7 @@ TEST_F(GoldenTest, QuantizedBasesAgreeWithF32) {
                          Bound{WeightType::kInt4G64, 0.72, 1.3}, Bound{WeightType::kInt4Asym, 0.78, 1.0},
                          Bound{WeightType::kInt4AsymG64, 0.78, 1.0}}) {
     const std::string name(weight_type_name(b.type));
-    auto q = LlamaModel::load(model_dir(), b.type);
+    auto q = LlamaModel::load(*ModelDir::open(model_dir()).value(), b.type);
     ASSERT_TRUE(q.is_ok()) << name << ": " << q.status().to_string();
     auto a = compare_logits(**f32, **q, sequences, prompt_lens);
     ASSERT_TRUE(a.is_ok()) << a.status().to_string();

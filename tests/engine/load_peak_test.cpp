@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engine/llama_model.h"
+#include "model/model_dir.h"
 #include "model/synth_model.h"
 #include "tests/test_util.h"
 
@@ -60,7 +61,7 @@ TEST(LoadPeakChild, LoadsAndReports) {
   in >> storage;
   std::getline(in >> std::ws, dir);
   const long before = status_kib("VmRSS");
-  auto model = LlamaModel::load(dir, parse_weight_type(storage).value());
+  auto model = LlamaModel::load(*ModelDir::open(dir).value(), parse_weight_type(storage).value());
   const long steady = status_kib("VmRSS");
   const long peak = status_kib("VmHWM");  // after VmRSS: reading the file may add a page
   ASSERT_TRUE(model.is_ok()) << model.status().to_string();

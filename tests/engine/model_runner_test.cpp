@@ -11,6 +11,7 @@
 #include "engine/cpu_model_runner.h"
 #include "engine/engine.h"
 #include "engine/flat_batch.h"
+#include "model/model_dir.h"
 #include "model/synth_model.h"
 #include "tests/test_util.h"
 
@@ -85,7 +86,7 @@ TEST_F(CpuModelRunnerTest, RefusesAdapterSlotsItDidNotMake) {
     void reset(int32_t) override {}
     size_t bytes() const override { return 0; }
   };
-  auto runner = CpuModelRunner::load(dir_ + "/tiny", RunnerOptions{});
+  auto runner = CpuModelRunner::load(*ModelDir::open(dir_ + "/tiny").value(), RunnerOptions{});
   ASSERT_TRUE(runner.is_ok()) << runner.status().to_string();
   std::vector<int32_t> table = {0};
   ForwardBatch batch;

@@ -15,6 +15,7 @@
 
 #include "common/sha256.h"
 #include "engine/llama_weights.h"
+#include "model/model_dir.h"
 #include "model/safetensors.h"
 #include "model/synth_model.h"
 #include "engine/quantize_model.h"
@@ -154,10 +155,13 @@ TEST_F(QuantizedFileTest, HasItsOwnIdentityAndRecordsItsSource) {
   const std::string dir = root_ + "/int8";
   Result<QuantizeResult> r = quantize_model(source_, dir, WeightType::kInt8);
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-  auto source_sha = sha256_of_weights(source_);
+  auto source_sha = sha256_file(source_ + "/model.safetensors");  // what `sha256sum` says
   ASSERT_TRUE(source_sha.is_ok());
-  auto own_sha = sha256_of_weights(dir);
+  auto own = ModelDir::open(dir);
+  ASSERT_TRUE(own.is_ok()) << own.status().to_string();
+  auto own_sha = sha256_file(dir + "/model.safetensors");
   ASSERT_TRUE(own_sha.is_ok());
+  EXPECT_EQ((*own)->sha256(), *own_sha);
   EXPECT_EQ(r->sha256, *own_sha);
   EXPECT_NE(*own_sha, *source_sha);
   EXPECT_EQ(r->source_sha256, *source_sha);
