@@ -15,6 +15,17 @@ bool shared_exists(const std::string& relative) {
   return std::filesystem::exists(std::filesystem::path(shared_dir()) / relative);
 }
 
+bool in_ci() {
+  const char* env = std::getenv("CI");
+  return env != nullptr && std::string(env) == "true";
+}
+
+std::string missing_fixture_message(const std::string& relative) {
+  std::string m = "shared test data not found: " + shared_dir() + "/" + relative;
+  if (in_ci()) return m + " (CI=true: a missing fixture fails; fetch ../shared or set LORAGATE_SHARED_DIR)";
+  return m + " (skipped; set LORAGATE_SHARED_DIR, and with CI=true this fails)";
+}
+
 std::string make_temp_dir(const std::string& prefix) {
   std::string templ = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
   char* made = mkdtemp(templ.data());

@@ -29,7 +29,7 @@ AdapterCache::AcquireResult acquire_after_load(AdapterCache& cache, const std::s
 class AdapterCacheFailureTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!testing::shared_exists("models/stories260K-lora/a/adapter_model.safetensors")) GTEST_SKIP();
+    LG_REQUIRE_SHARED("models/stories260K-lora/a/adapter_model.safetensors");
     auto config = ModelConfig::load(testing::shared_dir() + "/models/stories260K");
     ASSERT_TRUE(config.is_ok()) << config.status().to_string();
     base_ = *config;

@@ -21,9 +21,8 @@ struct LoraCase {
 class GoldenLoraTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!testing::shared_exists("models/golden.json") || !testing::shared_exists("models/stories260K-lora/a")) {
-      GTEST_SKIP() << "shared test data not found under " << testing::shared_dir() << " (set LORAGATE_SHARED_DIR)";
-    }
+    LG_REQUIRE_SHARED("models/golden.json");
+    LG_REQUIRE_SHARED("models/stories260K-lora/a");
     std::ifstream in(testing::shared_dir() + "/models/golden.json");
     const nlohmann::json g = nlohmann::json::parse(in);
     for (const auto& c : g.at("cases")) {

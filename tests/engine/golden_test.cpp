@@ -53,9 +53,8 @@ GenerationRequest greedy(const std::vector<int32_t>& prompt, int n) {
 class GoldenTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!testing::shared_exists("models/golden.json") || !testing::shared_exists("models/stories260K/model.safetensors")) {
-      GTEST_SKIP() << "shared test data not found under " << testing::shared_dir() << " (set LORAGATE_SHARED_DIR)";
-    }
+    LG_REQUIRE_SHARED("models/golden.json");
+    LG_REQUIRE_SHARED("models/stories260K/model.safetensors");
     cases_ = load_base_cases();
     ASSERT_EQ(cases_.size(), 6u);
   }

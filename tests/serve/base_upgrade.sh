@@ -5,12 +5,10 @@
 # Usage: base_upgrade.sh path/to/loragate path/to/shared
 set -euo pipefail
 bin=$(realpath "$1")
-S=$(realpath -m "$2")
+S=$(realpath -m "${LORAGATE_SHARED_DIR:-$2}")  # the environment wins, as in the C++ tests
+source "$(dirname "$0")/require_shared.sh"
+require_shared "base upgrade" "$S/eval/bases/candidate-good/model.safetensors"
 cd "$(dirname "$0")/../.."  # the repository root: the README's commands run from there
-if [ ! -f "$S/eval/bases/candidate-good/model.safetensors" ]; then
-  echo "base upgrade: SKIPPED: shared test data not found at $S/eval"
-  exit 0
-fi
 source "$(dirname "$0")/serve_helpers.sh"
 export LORAGATE_ADMIN_TOKEN=s3cret
 

@@ -5,11 +5,9 @@
 #   emfile.sh path/to/loragate path/to/shared
 set -euo pipefail
 bin=$(realpath "$1")
-S=$(realpath -m "$2")
-if [ ! -f "$S/models/stories260K/model.safetensors" ]; then
-  echo "emfile: SKIPPED: shared test data not found at $S"
-  exit 0
-fi
+S=$(realpath -m "${LORAGATE_SHARED_DIR:-$2}")  # the environment wins, as in the C++ tests
+source "$(dirname "$0")/require_shared.sh"
+require_shared emfile "$S/models/stories260K/model.safetensors"
 source "$(dirname "$0")/serve_helpers.sh"
 # The limit applies to the server alone, not to this script's connections.
 serve_fd_limit=96 start_server --model "$S/models/stories260K" --registry "$work/registry.db" --config /dev/null
