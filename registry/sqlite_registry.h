@@ -1,0 +1,80 @@
+// SqliteRegistry: the Registry on one SQLite file (see registry.h, schema.h).
+// Internal to registry/: Registry::open() makes one. Its methods live by job:
+// sqlite_registry.cpp (row readers, opening), sqlite_registry_bases.cpp (base
+// models, swaps), sqlite_registry_adapters.cpp, sqlite_registry_scenarios.cpp.
+//
+// One connection, guarded by mu_: SQLite's own FULLMUTEX would serialise
+// single calls but not keep a multi-statement transaction, or the error text
+// of a failed call, to one thread. Registry traffic is admin routes and
+// start-up, so one connection is plenty.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "registry/registry.h"
+#include "registry/sqlite_db.h"
+
+namespace loragate::registry_detail {
+
+// The columns each row reader expects, in its order.
+inline constexpr const char* kAdapterColumns =
+    "name, base_model, path, rank, alpha, target_modules, sha256, size_bytes, state, created_at, updated_at";
+inline constexpr const char* kBaseModelColumns = "name, path, state, dtype, sha256, error, created_at, updated_at";
+inline constexpr const char* kScenarioColumns = "name, base_model, adapter, created_at, updated_at";
+inline constexpr const char* kSwapColumns = "id, at, actor, from_base, to_base, kind, forced, note";
+
+// Seconds since the epoch, for created_at / updated_at / at.
+int64_t unix_now();
+
+// 's', built by appends: GCC 12 misreports "'" + s as an overlapping memcpy.
+std::string in_quotes(const std::string& s);
+
+class SqliteRegistry final : public Registry {
+ public:
+  explicit SqliteRegistry(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+
+  Result<BaseModelRecord> upsert_base_model(const BaseModelRecord& record) override;
+  Result<BaseModelRecord> get_base_model(const std::string& name) override;
+  Result<std::vector<BaseModelRecord>> list_base_models() override;
+  Status set_base_state(const std::string& name, BaseModelState state, const std::string& error) override;
+  Result<SwapRecord> record_swap(const SwapRecord& swap) override;
+  Result<std::vector<SwapRecord>> list_swaps(int64_t limit) override;
+
+  Result<AdapterRecord> add_adapter(const AdapterRecord& record) override;
+  Result<AdapterRecord> get_adapter(const std::string& name, const std::string& base_model) override;
+  Result<std::vector<AdapterRecord>> list_adapters(const std::string& base_model) override;
+  Status set_adapter_state(const std::string& name, const std::string& base_model, AdapterState state) override;
+  Status remove_adapter(const std::string& name, const std::string& base_model) override;
+
+  Result<ScenarioRecord> set_scenario(const std::string& name, const std::string& base_model,
+                                      const std::string& adapter) override;
+  Status remove_scenario(const std::string& name, const std::string& base_model) override;
+  Result<std::vector<ScenarioRecord>> list_scenarios(const std::string& base_model) override;
+  Result<std::string> resolve_scenario(const std::string& name, const std::string& base_model) override;
+
+ private:
+  // Row readers: the current row of a SELECT of k*Columns.
+  Result<BaseModelRecord> read_base_model(const Statement& row) const;
+  Result<AdapterRecord> read_adapter(const Statement& row) const;
+  static ScenarioRecord read_scenario(const Statement& row);
+  Result<SwapRecord> read_swap(const Statement& row) const;
+
+  // The queries behind the public calls; the caller holds mu_.
+  Result<BaseModelRecord> find_base_model(const std::string& name);
+  Result<AdapterRecord> find_adapter(const std::string& name, const std::string& base_model);
+  // not_found unless adapter (name, base_model) exists; invalid_argument
+  // naming every scenario of that base that uses it when there is one.
+  Status check_adapter_unused(const std::string& name, const std::string& base_model, const std::string& doing);
+  // The bases other than `base_model` that hold an adapter called `name`,
+  // quoted and comma-separated ("" when none): a hint for not_found messages.
+  Result<std::string> other_bases_with_adapter(const std::string& name, const std::string& base_model);
+
+  std::mutex mu_;
+  std::unique_ptr<SqliteDb> db_;  // guarded by mu_
+};
+
+}  // namespace loragate::registry_detail
