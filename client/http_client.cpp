@@ -1,3 +1,7 @@
+// HttpClient: one keep-alive connection, requests and SSE streams with
+// timeouts and a retry on a stale connection, and the error helpers
+// (error_message, status_from_http). URLs are in url.cpp, SSE parsing in
+// sse_parser.cpp.
 #include "client/http_client.h"
 
 #include <algorithm>
@@ -13,6 +17,8 @@
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
 
+#include "client/http_text.h"
+
 namespace loragate::client {
 
 namespace asio = boost::asio;
@@ -21,27 +27,11 @@ namespace http = boost::beast::http;
 using tcp = boost::asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
+using text::iequals;
+using text::lower;
+using text::trim;
+
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
-  }
-  return true;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 bool has_header(const Headers& headers, std::string_view name) {
   return std::any_of(headers.begin(), headers.end(), [&](const auto& h) { return iequals(h.first, name); });
@@ -56,164 +46,11 @@ bool stale_connection_error(const beast::error_code& ec) {
 
 }  // namespace
 
-// --- URL ---------------------------------------------------------------------
-
-std::string Url::host_header() const {
-  const bool v6 = host.find(':') != std::string::npos;
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
-std::string Url::to_string() const { return "http://" + host_header() + prefix; }
-
-Result<Url> parse_url(std::string_view text) {
-  const std::string_view original = trim(text);
-  std::string_view rest = original;
-  const std::string shown = "'" + std::string(original) + "'";
-  if (rest.empty()) return Status::invalid_argument("empty URL: expected http://host:port");
-  if (const size_t sep = rest.find("://"); sep != std::string_view::npos) {
-    const std::string scheme = lower(rest.substr(0, sep));
-    if (scheme == "https") {
-      return Status::unsupported("https is not supported in " + shown +
-                                 ": loragate's client speaks plain HTTP; use http:// (or a TLS-terminating proxy)");
-    }
-    if (scheme != "http") {
-      return Status::invalid_argument("unsupported URL scheme '" + scheme + "' in " + shown +
-                                      ": expected http://host:port");
-    }
-    rest.remove_prefix(sep + 3);
-  }
-  if (rest.find_first_of("?#") != std::string_view::npos) {
-    return Status::invalid_argument("a base URL takes no query or fragment: " + shown);
-  }
-  const size_t slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  std::string_view path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
-  if (authority.find('@') != std::string_view::npos) {
-    return Status::invalid_argument("user info in URLs is not supported: " + shown);
-  }
-
-  Url url;
-  std::string_view port_text;
-  bool has_port = false;
-  if (!authority.empty() && authority.front() == '[') {
-    const size_t close = authority.find(']');
-    if (close == std::string_view::npos) return Status::invalid_argument("unclosed '[' in URL " + shown);
-    url.host = std::string(authority.substr(1, close - 1));
-    std::string_view after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') return Status::invalid_argument("unexpected text after ']' in URL " + shown);
-      port_text = after.substr(1);
-      has_port = true;
-    }
-  } else {
-    const size_t colon = authority.find(':');
-    if (colon != std::string_view::npos && authority.find(':', colon + 1) != std::string_view::npos) {
-      return Status::invalid_argument("IPv6 addresses in URLs need brackets (http://[::1]:8000): " + shown);
-    }
-    url.host = std::string(authority.substr(0, colon));
-    if (colon != std::string_view::npos) {
-      port_text = authority.substr(colon + 1);
-      has_port = true;
-    }
-  }
-  if (url.host.empty()) return Status::invalid_argument("no host in URL " + shown);
-  if (has_port) {
-    if (port_text.empty() || port_text.size() > 5 ||
-        !std::all_of(port_text.begin(), port_text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      return Status::invalid_argument("bad port '" + std::string(port_text) + "' in URL " + shown);
-    }
-    const int port = std::stoi(std::string(port_text));
-    if (port < 1 || port > 65535) {
-      return Status::invalid_argument("port " + std::to_string(port) + " out of range 1..65535 in URL " + shown);
-    }
-    url.port = static_cast<uint16_t>(port);
-  }
-  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
-  url.prefix = std::string(path);
-  return url;
-}
-
-std::string url_encode_segment(std::string_view segment) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (char ch : segment) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out.push_back(ch);
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
-}
-
 std::string HttpResult::header(std::string_view name) const {
   for (const auto& [k, v] : headers) {
     if (iequals(k, name)) return v;
   }
   return "";
-}
-
-// --- SSE ---------------------------------------------------------------------
-
-bool SseParser::feed(std::string_view bytes, const SseCallback& on_event) {
-  size_t start = 0;
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    const char c = bytes[i];
-    if (c != '\n' && c != '\r') {
-      after_cr_ = false;
-      continue;
-    }
-    if (c == '\n' && after_cr_ && i == start && partial_.empty()) {
-      // The '\n' of a "\r\n" whose '\r' ended the previous line.
-      after_cr_ = false;
-      start = i + 1;
-      continue;
-    }
-    after_cr_ = c == '\r';
-    std::string_view piece = bytes.substr(start, i - start);
-    bool go;
-    if (partial_.empty()) {
-      go = line(piece, on_event);
-    } else {
-      partial_.append(piece);
-      std::string whole = std::move(partial_);
-      partial_.clear();
-      go = line(whole, on_event);
-    }
-    start = i + 1;
-    if (!go) return false;
-  }
-  partial_.append(bytes.substr(start));
-  return true;
-}
-
-bool SseParser::line(std::string_view text, const SseCallback& on_event) {
-  if (text.empty()) {  // the blank line that ends an event
-    const bool had = has_data_;
-    SseEvent ev{std::move(event_), std::move(data_)};
-    event_.clear();
-    data_.clear();
-    has_data_ = false;
-    if (!had) return true;
-    ++events_;
-    return on_event ? on_event(ev) : true;
-  }
-  if (text.front() == ':') return true;  // a comment
-  const size_t colon = text.find(':');
-  std::string_view field = text.substr(0, colon);
-  std::string_view value = colon == std::string_view::npos ? std::string_view() : text.substr(colon + 1);
-  if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
-  if (field == "data") {
-    if (has_data_) data_.push_back('\n');
-    data_.append(value);
-    has_data_ = true;
-  } else if (field == "event") {
-    event_ = std::string(value);
-  }
-  return true;
 }
 
 // --- the client --------------------------------------------------------------
