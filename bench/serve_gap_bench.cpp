@@ -1,17 +1,19 @@
+// `loragate bench serve-gap`: the same workload through the engine in this
+// process and through `loragate serve` over HTTP, interleaved over reps, with
+// tokens/s, CPU per token and a token-for-token comparison of the two sides.
+// The sides are in serve_gap_sides.h; here: the workload, the serve child's
+// config, the checks and the report.
 #include "bench/serve_gap_bench.h"
 
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
-#include <map>
-#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -20,6 +22,7 @@
 #include "adapters/synth_adapter.h"
 #include "bench/bench_util.h"
 #include "bench/serve_child.h"
+#include "bench/serve_gap_sides.h"
 #include "bench/thread_usage.h"
 #include "client/http_client.h"
 #include "engine/compute_gate.h"
@@ -27,24 +30,7 @@
 #include "kernels/cpu/thread_pool.h"
 
 namespace loragate::bench {
-namespace {
-
-using nlohmann::json;
-
-constexpr int kAdapterRank = 16;
-constexpr const char* kServedName = "serve-gap-base";
-constexpr double kServeCandidateShare = 0.25;  // ServeConfig's engine.candidate_share default: serve's gate
-// How long to wait for a loop's stats to count the step that finished a run (they follow it by microseconds).
-constexpr auto kSettleLimit = std::chrono::seconds(10);
-
-// --- the workload, the same on both sides ------------------------------------
-
-struct Workload {
-  std::vector<std::vector<int32_t>> prompts;
-  std::vector<std::string> adapters;  // per request; "" = the base alone
-  int new_tokens = 0;
-  size_t size() const { return prompts.size(); }
-};
+namespace serve_gap_detail {
 
 std::string adapter_name(int i) { return "gap-" + std::to_string(i); }
 
@@ -52,6 +38,21 @@ std::string adapter_name(int i) { return "gap-" + std::to_string(i); }
 std::string adapter_dir(const std::string& root, int i) {
   return root + "/r" + std::to_string(kAdapterRank) + "-all-" + std::to_string(i);
 }
+
+// What `loragate serve` runs its base with: ServeConfig's defaults (a default
+// EngineOptions), the dtype, and enough adapter slots for every adapter of
+// the run to share each step (serve's default of 4 would make both sides
+// take turns by adapter). The child's config sets exactly these two keys.
+EngineOptions serve_engine_options(const ServeGapOptions& o) {
+  EngineOptions eo;
+  eo.weight_dtype = parse_weight_type(o.dtype).value();  // checked by run_serve_gap_bench
+  eo.max_loras = std::max(eo.max_loras, o.adapters);
+  return eo;
+}
+
+namespace {
+
+using nlohmann::json;
 
 Workload make_workload(const ServeGapOptions& o, int64_t vocab) {
   Workload w;
@@ -80,278 +81,6 @@ Status ensure_adapters(const ServeGapOptions& o, const ModelConfig& base) {
   }
   return Status::ok();
 }
-
-// What `loragate serve` runs its base with: ServeConfig's defaults (a default
-// EngineOptions), the dtype, and enough adapter slots for every adapter of
-// the run to share each step (serve's default of 4 would make both sides
-// take turns by adapter). The child's config sets exactly these two keys.
-EngineOptions serve_engine_options(const ServeGapOptions& o) {
-  EngineOptions eo;
-  eo.weight_dtype = parse_weight_type(o.dtype).value();  // checked by run_serve_gap_bench
-  eo.max_loras = std::max(eo.max_loras, o.adapters);
-  return eo;
-}
-
-// One run of one side: every request's generated tokens (and text, to compare the sides).
-struct SideRun {
-  double wall_s = 0;
-  int64_t steps = 0;  // engine steps the run took: arrivals spread over more steps cost throughput
-  std::vector<int64_t> tokens;
-  std::vector<std::string> text;
-  int64_t total_tokens() const {
-    int64_t n = 0;
-    for (int64_t t : tokens) n += t;
-    return n;
-  }
-  double tokens_per_s() const { return static_cast<double>(total_tokens()) / wall_s; }
-};
-
-// --- the engine side: an EngineLoop in this process --------------------------
-
-// Results of one run, by engine request id (on_finish runs on the step thread).
-class RunCollector final : public RequestSink {
- public:
-  void on_token(int64_t, int32_t, std::string_view) override {}
-  void on_finish(const GenerationResult& result) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    results_[result.id] = result;
-    last_finish_ = BenchClock::now();
-    if (results_.size() >= wanted_) done_.notify_all();  // only the last one wakes the waiter
-  }
-  // Waits for `count` results; returns them and when the last came.
-  std::map<int64_t, GenerationResult> wait(size_t count, BenchClock::time_point* last_finish) {
-    std::unique_lock<std::mutex> lock(mu_);
-    wanted_ = count;
-    done_.wait(lock, [&] { return results_.size() >= count; });
-    *last_finish = last_finish_;
-    return std::move(results_);
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable done_;
-  std::map<int64_t, GenerationResult> results_;  // guarded by mu_
-  BenchClock::time_point last_finish_;           // guarded by mu_
-  size_t wanted_ = SIZE_MAX;                     // guarded by mu_
-};
-
-class EngineSide {
- public:
-  static Result<std::unique_ptr<EngineSide>> load(const ServeGapOptions& o) {
-    LG_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::load(o.model_dir, serve_engine_options(o)));
-    for (int i = 0; i < o.adapters; ++i) {
-      LG_RETURN_IF_ERROR(engine->adapters()->add(adapter_name(i), adapter_dir(o.adapters_dir, i)));
-    }
-    // As ServingBase::load builds serve's loop: every step takes a turn of the base set's gate.
-    auto gate = std::make_shared<ComputeGate>(kServeCandidateShare);
-    return std::unique_ptr<EngineSide>(
-        new EngineSide(std::make_unique<EngineLoop>(std::move(engine), std::move(gate), /*serving=*/true)));
-  }
-
-  Result<SideRun> run(const Workload& w) {
-    RunCollector collector;
-    std::vector<GenerationRequest> requests;
-    for (size_t i = 0; i < w.size(); ++i) {
-      GenerationRequest r;  // greedy, EOS ignored: exactly new_tokens, as the HTTP body asks
-      r.prompt_ids = w.prompts[i];
-      r.params.temperature = 0.0f;
-      r.params.max_tokens = w.new_tokens;
-      r.params.ignore_eos = true;
-      r.adapter = w.adapters[i];
-      r.sink = &collector;
-      requests.push_back(std::move(r));
-    }
-    std::vector<int64_t> ids;
-    BenchClock::time_point last;
-    const int64_t steps_before = settled_stats().steps;
-    const BenchClock::time_point start = BenchClock::now();
-    for (GenerationRequest& r : requests) {
-      Result<int64_t> id = loop_->submit(std::move(r));
-      if (!id.is_ok()) {
-        for (int64_t live : ids) loop_->cancel(live);
-        collector.wait(ids.size(), &last);  // they must end before `collector` does
-        return id.status().with_context("engine side: submit");
-      }
-      ids.push_back(*id);
-    }
-    std::map<int64_t, GenerationResult> results = collector.wait(ids.size(), &last);
-    SideRun run;
-    run.wall_s = std::chrono::duration<double>(last - start).count();
-    run.steps = settled_stats().steps - steps_before;
-    for (int64_t id : ids) {
-      const GenerationResult& r = results.at(id);
-      if (r.finish_reason != FinishReason::kLength) {
-        return Status::internal(std::string("engine side: a request ended with '") +
-                                finish_reason_name(r.finish_reason) + "': " + r.error);
-      }
-      run.tokens.push_back(static_cast<int64_t>(r.output_ids.size()));
-      run.text.push_back(r.text);
-    }
-    return run;
-  }
-
- private:
-  explicit EngineSide(std::unique_ptr<EngineLoop> loop) : loop_(std::move(loop)) {}
-
-  // The loop's stats once the step that finished the last request has been counted.
-  EngineStats settled_stats() const {
-    const BenchClock::time_point limit = BenchClock::now() + kSettleLimit;
-    EngineStats s = loop_->stats();
-    while ((s.running > 0 || s.waiting > 0) && BenchClock::now() < limit) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      s = loop_->stats();
-    }
-    return s;
-  }
-
-  std::unique_ptr<EngineLoop> loop_;
-};
-
-// --- the HTTP side: `loragate serve` over loopback -----------------------------
-
-class HttpSide {
- public:
-  // One client (one keep-alive connection) per concurrent request, kept across runs.
-  // `stream`: SSE answers, one event per token, instead of one JSON body each.
-  static Result<std::unique_ptr<HttpSide>> connect(const std::string& url, size_t clients, bool stream) {
-    client::ClientOptions co;
-    co.read_timeout = std::chrono::minutes(10);  // a loaded machine may take long over one whole generation
-    std::unique_ptr<HttpSide> side(new HttpSide(stream));
-    LG_ASSIGN_OR_RETURN(side->metrics_, client::HttpClient::create(url, co));
-    for (size_t i = 0; i < clients; ++i) {
-      LG_ASSIGN_OR_RETURN(client::HttpClient c, client::HttpClient::create(url, co));
-      side->clients_.push_back(std::move(c));
-    }
-    return side;
-  }
-
-  Result<SideRun> run(const Workload& w) {
-    std::vector<std::string> bodies;
-    for (size_t i = 0; i < w.size(); ++i) {
-      json body = {{"model", w.adapters[i].empty() ? std::string(kServedName) : w.adapters[i]},
-                   {"prompt", w.prompts[i]},
-                   {"max_tokens", w.new_tokens},
-                   {"temperature", 0},
-                   {"ignore_eos", true}};
-      if (stream_) {
-        body["stream"] = true;
-        body["stream_options"] = {{"include_usage", true}};
-      }
-      bodies.push_back(body.dump());
-    }
-    std::vector<Result<client::HttpResult>> answers(w.size(), Status::internal("not sent"));
-    std::vector<StreamedCompletion> streamed(w.size());
-    std::vector<BenchClock::time_point> ends(w.size());
-    LG_ASSIGN_OR_RETURN(const int64_t steps_before, settled_steps());
-    const BenchClock::time_point start = BenchClock::now();
-    std::vector<std::thread> senders;
-    for (size_t i = 0; i < w.size(); ++i) {
-      senders.emplace_back([&, i] {
-        if (stream_) {
-          answers[i] = clients_[i].stream("POST", "/v1/completions", bodies[i], {},
-                                          [&s = streamed[i]](const client::SseEvent& e) { return s.add(e.data); });
-        } else {
-          answers[i] = clients_[i].request("POST", "/v1/completions", bodies[i]);
-        }
-        ends[i] = BenchClock::now();
-      });
-    }
-    for (std::thread& t : senders) t.join();
-    SideRun run;
-    run.wall_s = std::chrono::duration<double>(*std::max_element(ends.begin(), ends.end()) - start).count();
-    LG_ASSIGN_OR_RETURN(const int64_t steps_after, settled_steps());
-    run.steps = steps_after - steps_before;
-    for (size_t i = 0; i < w.size(); ++i) {
-      if (!answers[i].is_ok()) return answers[i].status().with_context("HTTP side: request " + std::to_string(i));
-      LG_RETURN_IF_ERROR(client::status_from_http(*answers[i]).with_context("HTTP side: request " + std::to_string(i)));
-      if (stream_) {
-        if (!streamed[i].error.empty()) return Status::internal("HTTP side: " + streamed[i].error);
-        run.tokens.push_back(streamed[i].completion_tokens);
-        run.text.push_back(std::move(streamed[i].text));
-        continue;
-      }
-      LG_ASSIGN_OR_RETURN(auto parsed, read_completion(answers[i]->body));
-      run.tokens.push_back(parsed.first);
-      run.text.push_back(std::move(parsed.second));
-    }
-    return run;
-  }
-
- private:
-  explicit HttpSide(bool stream) : stream_(stream) {}
-
-  // The value of a per-base /metrics sample of the served base, e.g. loragate_engine_steps_total.
-  static Result<double> metric(const std::string& text, const std::string& family) {
-    const std::string prefix = family + "{base=\"" + kServedName + "\"} ";
-    const size_t at = text.find("\n" + prefix);
-    if (at == std::string::npos) return Status::not_found("GET /metrics has no " + prefix + "sample");
-    return std::strtod(text.c_str() + at + 1 + prefix.size(), nullptr);
-  }
-
-  // The child's engine steps once it has counted the step that finished the last request.
-  Result<int64_t> settled_steps() {
-    const BenchClock::time_point limit = BenchClock::now() + kSettleLimit;
-    for (;;) {
-      LG_ASSIGN_OR_RETURN(client::HttpResult r, metrics_.request("GET", "/metrics"));
-      LG_RETURN_IF_ERROR(client::status_from_http(r).with_context("HTTP side: GET /metrics"));
-      LG_ASSIGN_OR_RETURN(const double running, metric(r.body, "loragate_running_sequences"));
-      LG_ASSIGN_OR_RETURN(const double waiting, metric(r.body, "loragate_queue_length"));
-      if ((running == 0 && waiting == 0) || BenchClock::now() >= limit) {
-        LG_ASSIGN_OR_RETURN(const double steps, metric(r.body, "loragate_engine_steps_total"));
-        return static_cast<int64_t>(steps);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
-
-  // One streamed completion, put together from its events.
-  struct StreamedCompletion {
-    std::string text;
-    int64_t completion_tokens = -1;  // from the usage chunk
-    std::string error;
-    bool add(const std::string& data) {
-      if (data == "[DONE]") return true;
-      try {
-        const json chunk = json::parse(data);
-        if (chunk.contains("error")) {
-          error = "stream error: " + chunk.at("error").dump();
-          return false;
-        }
-        for (const json& choice : chunk.at("choices")) {
-          text += choice.at("text").get<std::string>();
-          const json& reason = choice.at("finish_reason");
-          if (!reason.is_null() && reason != "length") error = "a completion finished with " + reason.dump();
-        }
-        if (chunk.contains("usage") && chunk.at("usage").is_object()) {
-          completion_tokens = chunk.at("usage").at("completion_tokens").get<int64_t>();
-        }
-      } catch (const json::exception& e) {
-        error = std::string("unexpected stream event (") + e.what() + "): " + data.substr(0, 300);
-        return false;
-      }
-      return true;
-    }
-  };
-
-  // usage.completion_tokens and choices[0].text of a non-streaming completion.
-  static Result<std::pair<int64_t, std::string>> read_completion(const std::string& body) {
-    try {
-      const json j = json::parse(body);
-      const json& choice = j.at("choices").at(0);
-      if (choice.at("finish_reason") != "length") {
-        return Status::internal("HTTP side: a completion finished with " + choice.at("finish_reason").dump());
-      }
-      return std::make_pair(j.at("usage").at("completion_tokens").get<int64_t>(), choice.at("text").get<std::string>());
-    } catch (const json::exception& e) {
-      return Status::internal(std::string("HTTP side: unexpected completion body (") + e.what() + "): " +
-                              body.substr(0, 300));
-    }
-  }
-
-  const bool stream_;
-  client::HttpClient metrics_{client::Url{}};  // GET /metrics, on a connection of its own
-  std::vector<client::HttpClient> clients_;
-};
 
 // --- the serve child's configuration --------------------------------------------
 
@@ -463,8 +192,10 @@ struct SideUsage {
 double us_per_token(double cpu_s, int64_t tokens) { return tokens > 0 ? cpu_s * 1e6 / static_cast<double>(tokens) : 0; }
 
 }  // namespace
+}  // namespace serve_gap_detail
 
 Status run_serve_gap_bench(const ServeGapOptions& o) {
+  using namespace serve_gap_detail;
   LG_RETURN_IF_ERROR(check_options(o));
   LG_ASSIGN_OR_RETURN(ModelConfig base, ModelConfig::load(o.model_dir));
   if (o.adapters > 0) LG_RETURN_IF_ERROR(ensure_adapters(o, base));
