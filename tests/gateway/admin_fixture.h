@@ -1,6 +1,7 @@
 // The fixture of the admin gateway tests: per test, a SQLite registry file in
-// a fresh directory, a BaseSet recording into it and serving stories260K,
-// the route-caching RegistryModelResolver, and a Gateway with the AdminApi on
+// a fresh directory, a BaseSet recording into it and serving stories260K (the
+// synthetic stand-in, synth_fixtures.h), the route-caching
+// RegistryModelResolver, and a Gateway with the AdminApi on
 // an ephemeral loopback port — as `loragate serve` wires them — with one
 // network thread, so that work blocking it shows at once.
 #pragma once
@@ -22,6 +23,7 @@
 #include "gateway/registry_resolver.h"
 #include "registry/registry.h"
 #include "tests/gateway/http_test_client.h"
+#include "tests/gateway/synth_fixtures.h"
 #include "tests/test_util.h"
 
 namespace loragate::testing {
@@ -36,7 +38,6 @@ inline double ms_since(Clock::time_point start) {
 class AdminGatewayTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    LG_REQUIRE_SHARED("models/stories260K/model.safetensors");
     dir_ = make_temp_dir("lg-admin-gateway");
     std::filesystem::create_directories(dir_ + "/adapters");
     auto registry = Registry::open(dir_ + "/registry.db");
@@ -51,8 +52,8 @@ class AdminGatewayTest : public ::testing::Test {
     resolver_ = std::make_unique<RegistryModelResolver>(registry_.get());
     AdminOptions admin;
     admin.token = kAdminToken;
-    admin.adapter_roots = {dir_ + "/adapters", shared_dir() + "/models/stories260K-lora"};
-    admin.base_roots = {shared_dir() + "/models"};
+    admin.adapter_roots = {dir_ + "/adapters", gateway_fixture_dir() + "/models/stories260K-lora"};
+    admin.base_roots = {gateway_fixture_dir() + "/models"};
     admin_ = std::make_unique<AdminApi>(admin, registry_.get(), bases_.get(), nullptr);
     admin_->set_route_cache(resolver_.get());
 
@@ -82,7 +83,7 @@ class AdminGatewayTest : public ::testing::Test {
   }
 
   // The model the BaseSet serves; fixtures may point at another copy.
-  virtual std::string model_dir() const { return shared_dir() + "/models/stories260K"; }
+  virtual std::string model_dir() const { return gateway_fixture_dir() + "/models/stories260K"; }
 
   // An admin call on a fresh connection.
   ClientResponse admin(http::verb method, const std::string& target, const nlohmann::json& body = nullptr) {
@@ -91,7 +92,7 @@ class AdminGatewayTest : public ::testing::Test {
   }
 
   static std::string lora_dir(const std::string& name) {
-    return shared_dir() + "/models/stories260K-lora/" + name;
+    return gateway_fixture_dir() + "/models/stories260K-lora/" + name;
   }
 
   // Polls GET /admin/bases until base `name` is in `state`.

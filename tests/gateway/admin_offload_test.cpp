@@ -65,6 +65,7 @@ class HealthProbe {
 };
 
 TEST_F(LargeAdapterTest, HealthAnswersWhileALargeAdapterRegisters) {
+  LG_REQUIRE_STORIES260K();  // its size
   // Every module of every layer at rank 1024: about 24 MB to read, validate and hash.
   Result<ModelConfig> base = ModelConfig::load(model_dir());
   ASSERT_TRUE(base.is_ok()) << base.status().to_string();

@@ -116,6 +116,7 @@ TEST_F(GatewayTest, StreamConcatenatesToTheSameText) {
 }
 
 TEST_F(GatewayTest, StopStringEndsTheTextInBothModes) {
+  LG_REQUIRE_STORIES260K();  // its text
   json body = greedy(kServed);
   body["stop"] = "Lily";
   ClientResponse r = post("/v1/completions", body);
@@ -200,6 +201,7 @@ TEST_F(GatewayTest, ModelsListsTheBaseAndEveryAdapter) {
 // logprobs: greedy picks the most likely token, so each step's chosen
 // token is its own top alternative; the pieces spell the text.
 TEST_F(GatewayTest, CompletionLogprobsDescribeTheGreedyTokens) {
+  LG_REQUIRE_STORIES260K();  // its tokens' texts
   json body = greedy(kServed, 12);
   body["logprobs"] = 3;
   ClientResponse r = post("/v1/completions", body);

@@ -1,6 +1,6 @@
-// The fixture of the gateway tests: one BaseSet serving stories260K (adapters
-// a, b, c registered) shared by the suite, and a fresh Gateway on an
-// ephemeral loopback port per test.
+// The fixture of the gateway tests: one BaseSet serving the synthetic stand-in
+// for stories260K (synth_fixtures.h; adapters a, b, c registered) shared by
+// the suite, and a fresh Gateway on an ephemeral loopback port per test.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 #include "bases/base_set.h"
 #include "gateway/gateway.h"
 #include "tests/gateway/http_test_client.h"
+#include "tests/gateway/synth_fixtures.h"
 #include "tests/test_util.h"
 
 namespace loragate::testing {
@@ -24,18 +25,17 @@ inline constexpr const char* kGoldenPrompt = "Once upon a time";
 class GatewayTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!shared_exists("models/stories260K/model.safetensors")) return;
     BaseSetOptions o;
     o.engine.max_loras = 4;
     bases_ = new BaseSet(o, /*registry=*/nullptr);
-    Status served = bases_->start_serving({kServed, shared_dir() + "/models/stories260K", WeightType::kF32}, "test");
+    Status served = bases_->start_serving({kServed, gateway_fixture_dir() + "/models/stories260K", WeightType::kF32}, "test");
     ASSERT_TRUE(served.is_ok()) << served.to_string();
     for (const char* name : {"a", "b", "c"}) {
-      Status s = bases_->serving()->adapters()->add(name, shared_dir() + "/models/stories260K-lora/" + name);
+      Status s = bases_->serving()->adapters()->add(name, gateway_fixture_dir() + "/models/stories260K-lora/" + name);
       ASSERT_TRUE(s.is_ok()) << s.to_string();
     }
     loop_ = &bases_->serving()->loop();
-    std::ifstream in(shared_dir() + "/models/golden.json");
+    std::ifstream in(gateway_fixture_dir() + "/models/golden.json");
     golden_ = new nlohmann::json(nlohmann::json::parse(in));
   }
   static void TearDownTestSuite() {
@@ -47,7 +47,6 @@ class GatewayTest : public ::testing::Test {
   }
 
   void SetUp() override {
-    LG_REQUIRE_SHARED("models/stories260K/model.safetensors");
     ASSERT_NE(loop_, nullptr);
     ServerOptions server;
     server.port = 0;

@@ -45,6 +45,7 @@ TEST_F(GatewayTest, HalfSentHeadersAreClosedAfterTheReadTimeout) {
 }
 
 TEST_F(GatewayTest, DisconnectMidStreamCancelsTheSequence) {
+  LG_REQUIRE_STORIES260K();  // its speed
   ASSERT_TRUE(engine_drained(std::chrono::seconds(1)));
   const int64_t generated_before = loop_->stats().generated_tokens;
   json body = greedy("b", 480);
@@ -64,6 +65,7 @@ TEST_F(GatewayTest, DisconnectMidStreamCancelsTheSequence) {
 }
 
 TEST_F(GatewayTest, DisconnectWhileWaitingForAWholeResponseCancelsToo) {
+  LG_REQUIRE_STORIES260K();  // its speed
   ASSERT_TRUE(engine_drained(std::chrono::seconds(1)));
   const int64_t generated_before = loop_->stats().generated_tokens;
   json body = greedy(kServed, 480);

@@ -63,9 +63,8 @@ TEST_F(GatewayTest, CompletionPromptTooLongForTheModelIsRefusedBeforeTokenising)
 class LongContextTest : public AdminGatewayTest {
  protected:
   void SetUp() override {
-    LG_REQUIRE_SHARED("models/stories260K/model.safetensors");
     model_copy_ = make_temp_dir("lg-long-context");
-    const std::string original = shared_dir() + "/models/stories260K";
+    const std::string original = gateway_fixture_dir() + "/models/stories260K";
     for (const auto& entry : std::filesystem::directory_iterator(original)) {
       if (entry.path().filename() == "config.json") continue;
       std::filesystem::create_symlink(entry.path(), model_copy_ + "/" + entry.path().filename().string());

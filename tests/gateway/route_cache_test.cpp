@@ -21,8 +21,8 @@ class RouteCacheTest : public AdminGatewayTest {
  protected:
   void SetUp() override {
     AdminGatewayTest::SetUp();
-    if (IsSkipped()) return;  // ../shared is absent: the base said so
-    std::ifstream in(shared_dir() + "/models/golden.json");
+    if (HasFatalFailure()) return;  // the base could not start
+    std::ifstream in(gateway_fixture_dir() + "/models/golden.json");
     golden_ = json::parse(in);
   }
 
@@ -63,7 +63,7 @@ TEST_F(RouteCacheTest, EveryAdminWriteIsSeenByTheNextRequest) {
 
   // A second base where s is served by c; promote and roll back switch the route.
   ASSERT_EQ(admin(http::verb::post, "/admin/bases",
-                  {{"name", "v2"}, {"path", shared_dir() + "/models/stories260K"}})
+                  {{"name", "v2"}, {"path", gateway_fixture_dir() + "/models/stories260K"}})
                 .status,
             202);
   ASSERT_TRUE(wait_for_base("v2", "candidate", std::chrono::seconds(30)));

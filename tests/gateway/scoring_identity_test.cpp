@@ -23,6 +23,7 @@ json reference_cases() {
 }
 
 TEST_F(GatewayTest, EchoWithLogprobsScoresThePromptAsTheReferenceDoes) {
+  LG_REQUIRE_STORIES260K();  // its reference logprobs
   for (const json& c : reference_cases()) {
     const std::string adapter = c.at("adapter");
     json body = {{"model", adapter.empty() ? kServed : adapter},
@@ -51,6 +52,7 @@ TEST_F(GatewayTest, EchoWithLogprobsScoresThePromptAsTheReferenceDoes) {
 }
 
 TEST_F(GatewayTest, VllmPromptLogprobsAndEchoWithGeneration) {
+  LG_REQUIRE_STORIES260K();  // its reference logprobs
   const json c = reference_cases()[0];
   json body = {{"model", kServed}, {"prompt", kGoldenPrompt}, {"prompt_logprobs", 1}, {"max_tokens", 8},
                {"temperature", 0}, {"echo", true}};
