@@ -12,7 +12,7 @@
 
 #include "adapters/synth_adapter.h"
 #include "engine/engine.h"
-#include "engine/loader/synth_model.h"
+#include "model/synth_model.h"
 #include "tests/test_util.h"
 
 namespace loragate::testing {
