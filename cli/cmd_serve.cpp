@@ -134,7 +134,9 @@ int run_serve(const ServeFlags& f) {
   std::shared_ptr<ServingBase> serving = bases.serving();
   reload_other_bases(**registry, bases, serving->name());
 
-  RegistryModelResolver resolver(registry->get());
+  Result<std::unique_ptr<RegistryModelResolver>> routes = RegistryModelResolver::create(registry->get());
+  if (!routes.is_ok()) return fail(routes.status().to_string());
+  RegistryModelResolver& resolver = **routes;
   ShadowTraffic shadow(&bases, &resolver);
   Result<std::unique_ptr<EvaluationStore>> evaluations = EvaluationStore::open(c.registry_path);
   if (!evaluations.is_ok()) return fail(evaluations.status().to_string());
@@ -151,6 +153,7 @@ int run_serve(const ServeFlags& f) {
   admin.set_shadow_traffic(&shadow);
   admin.set_route_cache(&resolver);
   if (Status s = apply_config_registrations(c, **registry, *serving, admin); !s.is_ok()) return fail(s.message());
+  if (Status s = resolver.reload(); !s.is_ok()) return fail(s.to_string());  // the configured scenarios
   const std::string fingerprint = serving->fingerprint();
   const size_t num_adapters = serving->adapters()->list().size();
   serving.reset();

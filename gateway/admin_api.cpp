@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <set>
@@ -215,9 +216,13 @@ Status AdminApi::add_base(const std::string& name, const std::string& path, Weig
   return added;
 }
 
-// After every write, whatever its outcome: forgetting the cache is cheap and never stale.
+// After every write, whatever its outcome: the routes in memory follow the registry.
 void AdminApi::routes_changed() {
-  if (routes_ != nullptr) routes_->invalidate();
+  if (routes_ == nullptr) return;
+  if (Status s = routes_->reload(); !s.is_ok()) {
+    std::cerr << "loragate: routes not reloaded after an admin write (the previous ones still apply): "
+              << s.to_string() << "\n";
+  }
 }
 
 void AdminApi::answer_off_strand(const std::shared_ptr<Exchange>& ex, std::function<HttpResponse()> work) {

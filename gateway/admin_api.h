@@ -26,7 +26,7 @@
 // or the registry (loading and hashing adapters, SQLite reads and writes,
 // base loads) runs on the Gateway's BlockingWork, so that no connection
 // waits for it. The registry, caches and BaseSet are thread-safe. Every
-// write that can change a scenario's route invalidates the route cache.
+// write that can change a route reloads the routes kept in memory.
 #pragma once
 
 #include <functional>
@@ -60,7 +60,7 @@ class AdminApi {
   // Adds the admin routes to `router`; their slow work runs on `blocking`
   // (which must outlive every request, as the Gateway's does).
   void install(Router& router, BlockingWork& blocking);
-  // Invalidated after every admin write (not owned; null = none). Before install().
+  // Reloaded after every admin write (not owned; null = none). Before install().
   void set_route_cache(RegistryModelResolver* routes) { routes_ = routes; }
 
   // Registers an adapter on `base` ("" = the serving base) in registry and

@@ -2,40 +2,39 @@
 
 namespace loragate {
 
-Result<std::string> RegistryModelResolver::resolve_scenario(const std::string& scenario, const std::string& base) {
-  Key key{scenario, base};
-  uint64_t generation = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = routes_.find(key);
-    if (it != routes_.end()) {
-      if (!it->second.found) return Status::not_found(it->second.missing);
-      return it->second.adapter;
-    }
-    generation = generation_;
-  }
-  registry_lookups_.fetch_add(1);
-  Result<std::string> looked_up = registry_->resolve_scenario(scenario, base);
-  const bool missing = !looked_up.is_ok() && looked_up.status().code() == StatusCode::kNotFound;
-  if (!looked_up.is_ok() && !missing) return looked_up;  // the storage failed: ask again next time
-  Route route;
-  route.found = !missing;
-  if (missing) {
-    route.missing = looked_up.status().message();
-  } else {
-    route.adapter = looked_up.value();
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  if (generation != generation_) return looked_up;  // a write committed meanwhile: this may be stale
-  if (routes_.size() >= max_routes_) routes_.clear();
-  routes_.emplace(std::move(key), std::move(route));
-  return looked_up;
+Result<std::unique_ptr<RegistryModelResolver>> RegistryModelResolver::create(Registry* registry) {
+  std::unique_ptr<RegistryModelResolver> resolver(new RegistryModelResolver(registry));
+  LG_RETURN_IF_ERROR(resolver->reload());
+  return resolver;
 }
 
-void RegistryModelResolver::invalidate() {
+std::shared_ptr<const RegistryModelResolver::Routes> RegistryModelResolver::routes() const {
   std::lock_guard<std::mutex> lock(mu_);
-  routes_.clear();
-  ++generation_;
+  return routes_;
+}
+
+Result<std::string> RegistryModelResolver::resolve_scenario(const std::string& scenario, const std::string& base) {
+  const std::shared_ptr<const Routes> routes = this->routes();
+  auto it = routes->scenarios.find({base, scenario});
+  if (it == routes->scenarios.end()) {
+    return Status::not_found("scenario '" + scenario + "' not found on base model '" + base + "'");
+  }
+  return it->second;
+}
+
+Status RegistryModelResolver::reload() {
+  std::lock_guard<std::mutex> serialised(reload_mu_);
+  registry_lookups_.fetch_add(1);
+  auto fresh = std::make_shared<Routes>();
+  LG_ASSIGN_OR_RETURN(std::vector<AdapterRecord> adapters, registry_->list_adapters());
+  for (const AdapterRecord& a : adapters) {
+    if (a.state == AdapterState::kReady) fresh->adapters.emplace(a.base_model, a.name);
+  }
+  LG_ASSIGN_OR_RETURN(std::vector<ScenarioRecord> scenarios, registry_->list_scenarios());
+  for (ScenarioRecord& s : scenarios) fresh->scenarios[{s.base_model, s.name}] = std::move(s.adapter);
+  std::lock_guard<std::mutex> lock(mu_);
+  routes_ = std::move(fresh);
+  return Status::ok();
 }
 
 }  // namespace loragate

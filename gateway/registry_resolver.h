@@ -1,21 +1,26 @@
-// RegistryModelResolver: resolves scenarios through the SQLite registry, on
-// the base generation a request runs on, and keeps every answer (unknown
-// scenarios included) in memory: a request that finds its route there does
-// not wait for the registry's lock, nor for SQLite's busy timeout.
+// RegistryModelResolver: the routes of the SQLite registry, held in memory —
+// the adapters registered (ready) on each base generation and the scenarios
+// of each — so that a request resolves without the registry's lock, SQLite's
+// busy timeout or any query, whatever names a client sends: an unknown name
+// is refused from memory and can push no real route out.
 //
 // The server is the registry's only writer, and every admin write that can
 // change a route (adapter add/remove, scenario set/delete, base add, remove,
-// promote and rollback) calls invalidate() after it committed. Anything else
-// that writes scenarios while requests resolve must call it too.
+// promote and rollback) calls reload() after it committed: reload() reads the
+// registry once, off the network threads, and swaps the whole set of routes
+// in. Anything else that writes adapters or scenarios while requests resolve
+// must call it too.
 //
-// Thread-safe. A lookup that raced with a write does not store its answer:
-// a generation count, bumped by invalidate(), tells it the answer may be stale.
+// Thread-safe. Lookups share an immutable snapshot; reloads are serialised,
+// so a later write is never undone by an earlier reload finishing last.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -26,30 +31,32 @@ namespace loragate {
 
 class RegistryModelResolver final : public ModelResolver {
  public:
-  // `max_routes` bounds the cache: unknown scenario names come from clients.
-  explicit RegistryModelResolver(Registry* registry, size_t max_routes = 4096)
-      : registry_(registry), max_routes_(max_routes) {}
+  // Reads the routes `registry` holds now; fails when the registry does.
+  static Result<std::unique_ptr<RegistryModelResolver>> create(Registry* registry);
+  RegistryModelResolver(const RegistryModelResolver&) = delete;
+  RegistryModelResolver& operator=(const RegistryModelResolver&) = delete;
+
   Result<std::string> resolve_scenario(const std::string& scenario, const std::string& base) override;
 
-  // Forgets every cached route: the next lookups read the registry.
-  void invalidate();
-  // How many lookups went to the registry (a cache miss each).
+  // Reads every route again from the registry and replaces the ones in
+  // memory; when the registry fails, the routes in memory stay as they were.
+  Status reload();
+  // How many times the routes were read from the registry (one per reload).
   uint64_t registry_lookups() const { return registry_lookups_.load(); }
 
  private:
-  using Key = std::pair<std::string, std::string>;  // (scenario, base)
-  struct Route {
-    std::string adapter;  // "" with not_found
-    bool found = false;
-    std::string missing;  // the registry's not_found message
+  struct Routes {
+    std::set<std::pair<std::string, std::string>> adapters;                 // (base, adapter), ready ones
+    std::map<std::pair<std::string, std::string>, std::string> scenarios;   // (base, scenario) -> adapter
   };
+  explicit RegistryModelResolver(Registry* registry) : registry_(registry) {}
+  std::shared_ptr<const Routes> routes() const;
 
   Registry* registry_;
-  const size_t max_routes_;
   std::atomic<uint64_t> registry_lookups_{0};
-  std::mutex mu_;
-  std::map<Key, Route> routes_;  // guarded by mu_
-  uint64_t generation_ = 0;      // guarded by mu_; bumped by invalidate()
+  std::mutex reload_mu_;                  // held through a whole reload
+  mutable std::mutex mu_;                 // guards routes_ (the pointer, not what it points at)
+  std::shared_ptr<const Routes> routes_;  // never null once created
 };
 
 }  // namespace loragate

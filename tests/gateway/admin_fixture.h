@@ -49,7 +49,9 @@ class AdminGatewayTest : public ::testing::Test {
     bases_ = std::make_unique<BaseSet>(o, registry_.get());
     Status served = bases_->start_serving({"stories", model_dir(), WeightType::kF32}, "test");
     ASSERT_TRUE(served.is_ok()) << served.to_string();
-    resolver_ = std::make_unique<RegistryModelResolver>(registry_.get());
+    auto resolver = RegistryModelResolver::create(registry_.get());
+    ASSERT_TRUE(resolver.is_ok()) << resolver.status().to_string();
+    resolver_ = std::move(resolver).value();
     AdminOptions admin;
     admin.token = kAdminToken;
     admin.adapter_roots = {dir_ + "/adapters", gateway_fixture_dir() + "/models/stories260K-lora"};

@@ -49,7 +49,7 @@ class RouteCacheTest : public AdminGatewayTest {
 };
 
 TEST_F(RouteCacheTest, EveryAdminWriteIsSeenByTheNextRequest) {
-  EXPECT_EQ(served_by("s"), "HTTP 404");  // the miss is cached too
+  EXPECT_EQ(served_by("s"), "HTTP 404");  // unknown: refused from memory
   ASSERT_EQ(register_on("a", "").status, 201);
   EXPECT_EQ(served_by("s"), "HTTP 404");
   ASSERT_EQ(admin(http::verb::put, "/admin/scenarios/s", {{"adapter", "a"}}).status, 200);
@@ -109,7 +109,7 @@ TEST_F(RouteCacheTest, ACachedRouteAnswersWithoutTheRegistry) {
   ASSERT_EQ(sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(other);
   EXPECT_EQ(repoint.get(), 200);
-  EXPECT_EQ(served_by("s"), "b") << "the write invalidated the cached route";
+  EXPECT_EQ(served_by("s"), "b") << "the write reloaded the routes";
 }
 
 }  // namespace
