@@ -177,6 +177,8 @@ Result<AdapterRecord> AdminApi::register_adapter(const std::string& name, const 
   LG_ASSIGN_OR_RETURN(std::string real, resolve_inside_roots(path, options_.adapter_roots, "adapter", "adapters.roots"));
   const std::string weights = real + "/adapter_model.safetensors";
   AdapterCache& cache = *target->adapters();
+  // In the cache, not yet routable: requests reach it only once the routes
+  // are reloaded below, after the load validated it and the registry has it.
   LG_RETURN_IF_ERROR(cache.add(name, real).with_context("base '" + target->name() + "'"));
   // Validate by loading, then record; on any failure the cache forgets the name.
   auto registered = [&]() -> Result<AdapterRecord> {

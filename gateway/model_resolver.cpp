@@ -4,6 +4,10 @@
 
 namespace loragate {
 
+bool ModelResolver::serves_adapter(const std::string& adapter, const std::string&, const AdapterCache* cache) {
+  return cache != nullptr && cache->contains(adapter);
+}
+
 void InMemoryModelResolver::set(const std::string& scenario, const std::string& adapter) {
   std::lock_guard<std::mutex> lock(mu_);
   routes_[scenario] = adapter;
@@ -28,7 +32,9 @@ std::optional<ApiError> resolve_model(const std::string& model, const std::strin
   std::string from_model;
   const bool model_is_base = model.empty() || model == served_name || model == base_name;
   if (!model_is_base) {
-    if (adapters == nullptr || !adapters->contains(model)) {
+    const bool known = resolver != nullptr ? resolver->serves_adapter(model, base_name, adapters)
+                                           : adapters != nullptr && adapters->contains(model);
+    if (!known) {
       return ApiError{http::status::not_found,
                       "The model '" + model + "' does not exist on base '" + base_name + "' (serving '" +
                           served_name + "' and its adapters; see GET /v1/models)",

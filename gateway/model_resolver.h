@@ -26,6 +26,9 @@ class ModelResolver {
   // alone); Status::not_found when the scenario is unknown there. Called from
   // many network threads at once: implementations must be thread-safe.
   virtual Result<std::string> resolve_scenario(const std::string& scenario, const std::string& base) = 0;
+  // Whether a request may name `adapter` on base generation `base`, whose
+  // adapter cache is `cache` (may be null). By default: `cache` has it.
+  virtual bool serves_adapter(const std::string& adapter, const std::string& base, const AdapterCache* cache);
 };
 
 // The same routes on every base generation.
@@ -49,7 +52,8 @@ struct ModelChoice {
 };
 
 // `model` may be "", `served_name` or `base_name` (the base alone), or the
-// name of an adapter registered on that base. A scenario, when named, picks
+// name of an adapter registered on that base (as `resolver` says when given,
+// else as `adapters` does). A scenario, when named, picks
 // the adapter on that base; a `model` naming a different adapter is then a
 // conflict (400). Unknown names give 404 with param "model" or "scenario".
 // `resolver` and `adapters` may be null.

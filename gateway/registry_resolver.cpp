@@ -1,5 +1,7 @@
 #include "gateway/registry_resolver.h"
 
+#include "adapters/adapter_cache.h"
+
 namespace loragate {
 
 Result<std::unique_ptr<RegistryModelResolver>> RegistryModelResolver::create(Registry* registry) {
@@ -20,6 +22,11 @@ Result<std::string> RegistryModelResolver::resolve_scenario(const std::string& s
     return Status::not_found("scenario '" + scenario + "' not found on base model '" + base + "'");
   }
   return it->second;
+}
+
+bool RegistryModelResolver::serves_adapter(const std::string& adapter, const std::string& base,
+                                           const AdapterCache* cache) {
+  return routes()->adapters.count({base, adapter}) > 0 && cache != nullptr && cache->contains(adapter);
 }
 
 Status RegistryModelResolver::reload() {

@@ -1,5 +1,7 @@
 // What a client may name is checked against the routes kept in memory:
-// unknown scenario names never reach SQLite nor push real routes out.
+// unknown scenario names never reach SQLite nor push real routes out, an
+// adapter is routable only once it is validated and recorded, adapter names
+// never shadow a base's name, and a response names the base it addressed.
 #include <future>
 #include <random>
 #include <set>
@@ -65,6 +67,22 @@ TEST_F(KnownRoutesTest, AnUnknownScenarioIsRefusedWhileARegistryWriteWaitsOnSQLi
   ASSERT_EQ(sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(other);
   EXPECT_EQ(write.get(), 200);
+}
+
+TEST_F(KnownRoutesTest, AnAdapterInTheCacheButNotYetRecordedIsNotRoutable) {
+  // What a registration does before its validating load and its registry row.
+  ASSERT_TRUE(bases_->serving()->adapters()->add("pending", lora_dir("a")).is_ok());
+  ClientResponse r = complete({}, {{"model", "pending"}});
+  EXPECT_EQ(r.status, 404) << r.body;
+  EXPECT_EQ(r.json()["error"]["param"], "model") << r.body;
+}
+
+TEST_F(KnownRoutesTest, AnAdapterIsRoutableOnceRegistered) {
+  ASSERT_EQ(register_adapter("a").status, 201);
+  ClientResponse r = complete({}, {{"model", "a"}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  ASSERT_EQ(admin(http::verb::delete_, "/admin/adapters/a").status, 200);
+  EXPECT_EQ(complete({}, {{"model", "a"}}).status, 404);
 }
 
 }  // namespace
