@@ -148,8 +148,8 @@ int run_serve(const ServeFlags& f) {
     });
   }
   Metrics metrics(&bases);
-  AdminApi admin({c.resolved_admin_token(), c.adapter_roots, c.resolved_base_roots(), c.eval_roots}, registry->get(),
-                 &bases, &metrics, &jobs, evaluations->get());
+  AdminApi admin({c.resolved_admin_token(), c.adapter_roots, c.resolved_base_roots(), c.eval_roots, c.served_model_name},
+                 registry->get(), &bases, &metrics, &jobs, evaluations->get());
   admin.set_shadow_traffic(&shadow);
   admin.set_route_cache(&resolver);
   if (Status s = apply_config_registrations(c, **registry, *serving, admin); !s.is_ok()) return fail(s.message());

@@ -173,6 +173,7 @@ Result<std::shared_ptr<ServingBase>> AdminApi::base_named(const std::string& nam
 Result<AdapterRecord> AdminApi::register_adapter(const std::string& name, const std::string& path,
                                                  const std::string& base) {
   LG_RETURN_IF_ERROR(validate_name("adapter name", name, /*allow_slash=*/false));
+  LG_RETURN_IF_ERROR(check_not_a_base_name(name));
   LG_ASSIGN_OR_RETURN(std::shared_ptr<ServingBase> target, base_named(base));
   LG_ASSIGN_OR_RETURN(std::string real, resolve_inside_roots(path, options_.adapter_roots, "adapter", "adapters.roots"));
   const std::string weights = real + "/adapter_model.safetensors";
@@ -216,6 +217,14 @@ Status AdminApi::add_base(const std::string& name, const std::string& path, Weig
   Status added = bases_->add(BaseSpec{name, real, dtype});
   routes_changed();
   return added;
+}
+
+Status AdminApi::check_not_a_base_name(const std::string& name) const {
+  bool taken = name == options_.served_name;
+  for (const BaseStatus& b : bases_->list()) taken = taken || b.name == name;
+  if (!taken) return Status::ok();
+  return Status::already_exists("adapter name '" + name +
+                                "' is the name of a base model: requests naming it reach the base; choose another name");
 }
 
 // After every write, whatever its outcome: the routes in memory follow the registry.

@@ -50,6 +50,7 @@ struct AdminOptions {
   std::vector<std::string> adapter_roots;  // registered adapter paths must lie inside one
   std::vector<std::string> base_roots;     // base model paths must lie inside one
   std::vector<std::string> eval_roots;     // suite and gates files of evaluations must lie inside one
+  std::string served_name;                 // the serving base's public name: no adapter may take it
 };
 
 class AdminApi {
@@ -80,6 +81,8 @@ class AdminApi {
   template <typename Guard>
   void install_evaluations(Router& router, Guard guarded);
   void set_shadow(const std::shared_ptr<Exchange>& ex, const std::string& base);
+  // already_exists when `name` is a base's (or the served) name: an adapter must not shadow it.
+  Status check_not_a_base_name(const std::string& name) const;
   void routes_changed();
   // Answers `ex` with what `work` returns, computed on the BlockingWork.
   void answer_off_strand(const std::shared_ptr<Exchange>& ex, std::function<HttpResponse()> work);

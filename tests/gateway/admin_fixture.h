@@ -56,6 +56,7 @@ class AdminGatewayTest : public ::testing::Test {
     admin.token = kAdminToken;
     admin.adapter_roots = {dir_ + "/adapters", gateway_fixture_dir() + "/models/stories260K-lora"};
     admin.base_roots = {gateway_fixture_dir() + "/models"};
+    admin.served_name = "stories";
     admin_ = std::make_unique<AdminApi>(admin, registry_.get(), bases_.get(), nullptr);
     admin_->set_route_cache(resolver_.get());
 

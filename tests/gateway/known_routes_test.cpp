@@ -85,5 +85,21 @@ TEST_F(KnownRoutesTest, AnAdapterIsRoutableOnceRegistered) {
   EXPECT_EQ(complete({}, {{"model", "a"}}).status, 404);
 }
 
+TEST_F(KnownRoutesTest, AnAdapterCannotTakeABaseName) {
+  ClientResponse vllm = admin(http::verb::post, "/v1/load_lora_adapter",
+                              {{"lora_name", "stories"}, {"lora_path", lora_dir("a")}});
+  EXPECT_EQ(vllm.status, 409) << vllm.body;
+  EXPECT_NE(vllm.body.find("base model"), std::string::npos) << vllm.body;
+  ClientResponse admin_route = register_adapter("stories");
+  EXPECT_EQ(admin_route.status, 409) << admin_route.body;
+
+  const json listed = http_call(port_, http::verb::get, "/v1/models", "",
+                                {{"Authorization", std::string("Bearer ") + kAdminToken}})
+                          .json();
+  int named_stories = 0;
+  for (const json& m : listed["data"]) named_stories += m["id"] == "stories" ? 1 : 0;
+  EXPECT_EQ(named_stories, 1) << listed.dump();
+}
+
 }  // namespace
 }  // namespace loragate::testing
