@@ -68,7 +68,12 @@ std::optional<ApiError> read_openai_request(const ApiContext& ctx, Exchange& exc
     return err;
   }
   record.adapter = out->choice.adapter;
-  out->response_model = out->fields.model.empty() ? ctx.served_model_name : out->fields.model;
+  // No model named: the base that serves it, by the name the client addressed it with.
+  auto addressed = exchange.request().find("X-Base");
+  const bool by_header = addressed != exchange.request().end() && !addressed->value().empty();
+  out->response_model = !out->fields.model.empty() ? out->fields.model
+                        : by_header               ? out->base->name()
+                                                  : ctx.served_model_name;
   return std::nullopt;
 }
 

@@ -101,5 +101,18 @@ TEST_F(KnownRoutesTest, AnAdapterCannotTakeABaseName) {
   EXPECT_EQ(named_stories, 1) << listed.dump();
 }
 
+TEST_F(KnownRoutesTest, AResponseNamesTheBaseAddressedByXBase) {
+  ASSERT_EQ(admin(http::verb::post, "/admin/bases", {{"name", "v2"}, {"path", shared_dir() + "/models/stories260K"}})
+                .status,
+            202);
+  ASSERT_TRUE(wait_for_base("v2", "candidate", std::chrono::seconds(30)));
+  ClientResponse r = complete({{"X-Base", "v2"}, {"Authorization", std::string("Bearer ") + kAdminToken}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["model"], "v2");
+  ClientResponse serving = complete({});
+  ASSERT_EQ(serving.status, 200) << serving.body;
+  EXPECT_EQ(serving.json()["model"], "stories");
+}
+
 }  // namespace
 }  // namespace loragate::testing
