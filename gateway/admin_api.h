@@ -25,17 +25,21 @@
 // Handlers read their request on a network thread; whatever touches the disk
 // or the registry (loading and hashing adapters, SQLite reads and writes,
 // base loads) runs on the Gateway's BlockingWork, so that no connection
-// waits for it. The registry, caches and BaseSet are thread-safe. Every
-// write that can change a route reloads the routes kept in memory.
+// waits for it (AdminGate: every route checks the token, then hops off the
+// strand). The registry, caches and BaseSet are thread-safe. Every write that
+// can change a route reloads the routes kept in memory.
+//
+// One file per resource: admin_adapters.cpp, admin_scenarios.cpp,
+// admin_bases.cpp, admin_shadow.cpp, admin_evaluations.cpp.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "bases/base_set.h"
 #include "evaluator/evaluation_jobs.h"
+#include "gateway/admin_gate.h"
 #include "gateway/blocking_work.h"
 #include "gateway/metrics.h"
 #include "gateway/registry_resolver.h"
@@ -63,29 +67,33 @@ class AdminApi {
   void install(Router& router, BlockingWork& blocking);
   // Reloaded after every admin write (not owned; null = none). Before install().
   void set_route_cache(RegistryModelResolver* routes) { routes_ = routes; }
+  // Enables the shadow routes (not owned). Before install().
+  void set_shadow_traffic(ShadowTraffic* shadow) { shadow_ = shadow; }
 
   // Registers an adapter on `base` ("" = the serving base) in registry and
-  // cache, validating by loading it. Also used at start for configured
-  // preloads. Returns the stored record.
+  // cache, validating by loading it; it is routable once both have it. Also
+  // used at start for configured preloads. Returns the stored record.
   Result<AdapterRecord> register_adapter(const std::string& name, const std::string& path,
                                          const std::string& base = "");
   // Refuses new requests for the adapter on `base` and forgets its registration.
   Status unregister_adapter(const std::string& name, const std::string& base = "");
-  // Enables the shadow routes (not owned). Before install().
-  void set_shadow_traffic(ShadowTraffic* shadow) { shadow_ = shadow; }
   // Starts loading a candidate base (path checked against the base roots).
   Status add_base(const std::string& name, const std::string& path, WeightType dtype);
 
  private:
-  Result<std::shared_ptr<ServingBase>> base_named(const std::string& name) const;
-  template <typename Guard>
-  void install_evaluations(Router& router, Guard guarded);
+  // One per resource file; each adds its routes behind `gate`.
+  void install_adapters(Router& router, const AdminGate& gate);
+  void install_scenarios(Router& router, const AdminGate& gate);
+  void install_bases(Router& router, const AdminGate& gate);
+  void install_evaluations(Router& router, const AdminGate& gate);
+  // The shadow routes under /admin/bases/{name}/shadow, on the strand (in memory).
   void set_shadow(const std::shared_ptr<Exchange>& ex, const std::string& base);
+  void describe_shadow(const std::shared_ptr<Exchange>& ex, const std::string& base);
+
+  Result<std::shared_ptr<ServingBase>> base_named(const std::string& name) const;
   // already_exists when `name` is a base's (or the served) name: an adapter must not shadow it.
   Status check_not_a_base_name(const std::string& name) const;
   void routes_changed();
-  // Answers `ex` with what `work` returns, computed on the BlockingWork.
-  void answer_off_strand(const std::shared_ptr<Exchange>& ex, std::function<HttpResponse()> work);
 
   AdminOptions options_;
   Registry* registry_;
@@ -95,7 +103,6 @@ class AdminApi {
   ShadowTraffic* shadow_ = nullptr;
   EvaluationStore* evaluations_;
   RegistryModelResolver* routes_ = nullptr;
-  BlockingWork* blocking_ = nullptr;  // set by install()
 };
 
 }  // namespace loragate

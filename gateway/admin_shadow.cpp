@@ -1,0 +1,38 @@
+// The shadow routes of AdminApi (admin_api.h), reached through
+// /admin/bases/{name}/shadow: set and read the share of live requests copied
+// to a base that does not serve. In memory: answered on the strand.
+#include <set>
+
+#include "gateway/admin_api.h"
+#include "gateway/admin_request.h"
+
+namespace loragate {
+
+void AdminApi::set_shadow(const std::shared_ptr<Exchange>& ex, const std::string& base) {
+  nlohmann::json body;
+  if (auto e = parse_object(ex->request(), &body)) return ex->respond(e->to_response());
+  auto fraction = body.find("fraction");
+  if (fraction == body.end() || !fraction->is_number()) {
+    return ex->respond(bad_request("fraction must be a number in [0, 1]", "fraction").to_response());
+  }
+  std::set<std::string> scenarios;
+  if (auto it = body.find("scenarios"); it != body.end() && !it->is_null()) {
+    if (!it->is_array()) return ex->respond(bad_request("scenarios must be a list of names", "scenarios").to_response());
+    for (const nlohmann::json& s : *it) {
+      if (!s.is_string()) return ex->respond(bad_request("scenarios must be a list of names", "scenarios").to_response());
+      scenarios.insert(s.get<std::string>());
+    }
+  }
+  Status s = shadow_->set(base, fraction->get<double>(), std::move(scenarios));
+  if (!s.is_ok()) return ex->respond(status_response(s));
+  Result<nlohmann::json> d = shadow_->describe(base);
+  ex->respond(json_response(http::status::ok, d.is_ok() ? *d : nlohmann::json::object()));
+}
+
+void AdminApi::describe_shadow(const std::shared_ptr<Exchange>& ex, const std::string& base) {
+  Result<nlohmann::json> d = shadow_->describe(base);
+  if (!d.is_ok()) return ex->respond(status_response(d.status()));
+  ex->respond(json_response(http::status::ok, *d));
+}
+
+}  // namespace loragate
