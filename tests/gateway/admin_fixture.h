@@ -1,7 +1,7 @@
 // The fixture of the admin gateway tests: per test, a SQLite registry file in
 // a fresh directory, a BaseSet recording into it and serving stories260K (the
-// synthetic stand-in, synth_fixtures.h), the route-caching
-// RegistryModelResolver, and a Gateway with the AdminApi on
+// synthetic stand-in, synth_fixtures.h), the RegistryModelResolver (routes in
+// memory), and a Gateway with the AdminApi on
 // an ephemeral loopback port — as `loragate serve` wires them — with one
 // network thread, so that work blocking it shows at once.
 #pragma once
