@@ -32,8 +32,8 @@ Status AdminApi::check_not_a_base_name(const std::string& name) const {
   bool taken = name == options_.served_name;
   for (const BaseStatus& b : bases_->list()) taken = taken || b.name == name;
   if (!taken) return Status::ok();
-  return Status::already_exists("adapter name '" + name +
-                                "' is the name of a base model: requests naming it reach the base; choose another name");
+  return Status::already_exists("adapter name '" + name + "' is the name of a base model: requests naming it "
+                                "reach the base; choose another name");
 }
 
 // After every write, whatever its outcome: the routes in memory follow the registry.

@@ -107,7 +107,9 @@ void AdminApi::install_bases(Router& router, const AdminGate& gate) {
   router.add_prefix(http::verb::post, "/admin/bases/", gate.guard([this, run_swap](const std::shared_ptr<Exchange>& ex) {
     std::string rest = tail_after(ex->request(), "/admin/bases/");
     constexpr std::string_view kShadow = "/shadow";
-    if (shadow_ != nullptr && ends_with(rest, kShadow)) return set_shadow(ex, rest.substr(0, rest.size() - kShadow.size()));
+    if (shadow_ != nullptr && ends_with(rest, kShadow)) {
+      return set_shadow(ex, rest.substr(0, rest.size() - kShadow.size()));
+    }
     constexpr std::string_view kPromote = "/promote";
     if (!ends_with(rest, kPromote)) {
       return ex->respond(error_response(http::status::not_found,
