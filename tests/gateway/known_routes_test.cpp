@@ -102,7 +102,7 @@ TEST_F(KnownRoutesTest, AnAdapterCannotTakeABaseName) {
 }
 
 TEST_F(KnownRoutesTest, AResponseNamesTheBaseAddressedByXBase) {
-  ASSERT_EQ(admin(http::verb::post, "/admin/bases", {{"name", "v2"}, {"path", shared_dir() + "/models/stories260K"}})
+  ASSERT_EQ(admin(http::verb::post, "/admin/bases", {{"name", "v2"}, {"path", gateway_fixture_dir() + "/models/stories260K"}})
                 .status,
             202);
   ASSERT_TRUE(wait_for_base("v2", "candidate", std::chrono::seconds(30)));
