@@ -129,6 +129,7 @@ Result<eval::Verdict> run_remote(const RunFlags& f) {
     bar.update(job.value("done", 0), job.value("total", 0));
     const std::string state = job.value("state", "");
     if (state == "failed") return Status::internal("the evaluation failed: " + job.value("error", std::string()));
+    if (state == "cancelled") return Status::cancelled("the evaluation was cancelled (the server stopped); run it again");
     if (state == "done") break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }

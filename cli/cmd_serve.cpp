@@ -185,6 +185,9 @@ int run_serve(const ServeFlags& f) {
             << "    -d '{\"model\": \"" << example_model << "\", \"prompt\": \"Once upon a time\", \"max_tokens\": 16}'\n"
             << std::flush;
   gw.wait();
+  // An evaluation runs for minutes: never past the shutdown deadline. It ends
+  // at its next engine request and is stored as cancelled (run it again later).
+  jobs.cancel_all();
   std::cout << "loragate: stopped\n";
   return 0;
 }

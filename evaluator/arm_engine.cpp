@@ -1,6 +1,8 @@
 #include "evaluator/arm_engine.h"
 
+#include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -34,6 +36,7 @@ class OfflineArm final : public ArmEngine {
 // Collects the results of requests submitted to an EngineLoop.
 class BatchSink final : public RequestSink {
  public:
+  static constexpr std::chrono::milliseconds kCancelPoll{20};
   explicit BatchSink(size_t n) : results_(n) {}
   // A request `id` was accepted; its finish may already have arrived.
   void expect(int64_t id, size_t index) {
@@ -48,10 +51,22 @@ class BatchSink final : public RequestSink {
     --pending_;
     done_.notify_all();
   }
-  // Waits for every request; matches results to requests by id.
-  std::vector<GenerationResult> wait() {
+  // Waits for every request; matches results to requests by id. While
+  // waiting, calls `on_cancel` once when `cancel` (may be null) turns true.
+  std::vector<GenerationResult> wait(const std::atomic<bool>* cancel = nullptr,
+                                     const std::function<void()>& on_cancel = nullptr) {
     std::unique_lock<std::mutex> lock(mu_);
-    done_.wait(lock, [&] { return pending_ == 0; });
+    bool told = false;
+    while (pending_ != 0) {
+      if (cancel == nullptr || told) {
+        done_.wait(lock);
+      } else if (!done_.wait_for(lock, kCancelPoll, [&] { return pending_ == 0; }) && cancel->load()) {
+        told = true;
+        lock.unlock();
+        on_cancel();
+        lock.lock();
+      }
+    }
     for (GenerationResult& r : finished_) results_[index_.at(r.id)] = std::move(r);
     return std::move(results_);
   }
@@ -67,19 +82,23 @@ class BatchSink final : public RequestSink {
 
 class ServingBaseArm final : public ArmEngine {
  public:
-  explicit ServingBaseArm(std::shared_ptr<ServingBase> base) : base_(std::move(base)) {}
+  ServingBaseArm(std::shared_ptr<ServingBase> base, const std::atomic<bool>* cancel)
+      : base_(std::move(base)), cancel_(cancel) {}
 
   // One request at a time: an evaluation then holds at most one sequence of
   // the base's batch, so live traffic on the same loop barely notices it.
   Result<std::vector<GenerationResult>> run(std::vector<GenerationRequest> requests) override {
     std::vector<GenerationResult> results;
     for (GenerationRequest& request : requests) {
+      if (cancelled()) return Status::cancelled("the evaluation was cancelled");
       BatchSink sink(1);
       request.sink = &sink;
       LG_ASSIGN_OR_RETURN(int64_t id, base_->loop().submit(std::move(request)));
       sink.expect(id, 0);
-      results.push_back(std::move(sink.wait().front()));
+      // The sink lives on this stack: wait() returns only after its on_finish, cancelled or not.
+      results.push_back(std::move(sink.wait(cancel_, [&] { base_->loop().cancel(id); }).front()));
     }
+    if (cancelled()) return Status::cancelled("the evaluation was cancelled");
     return results;
   }
   Status add_adapter(const std::string& name, const std::string& path) override {
@@ -92,7 +111,10 @@ class ServingBaseArm final : public ArmEngine {
   const std::string& sha256() const override { return base_->sha256(); }
 
  private:
+  bool cancelled() const { return cancel_ != nullptr && cancel_->load(); }
+
   std::shared_ptr<ServingBase> base_;
+  const std::atomic<bool>* const cancel_;
 };
 
 }  // namespace
@@ -108,8 +130,8 @@ Result<std::unique_ptr<ArmEngine>> load_offline_arm(const std::string& name, con
   return std::unique_ptr<ArmEngine>(new OfflineArm(name, std::move(sha), std::move(engine), std::move(tmpl)));
 }
 
-std::unique_ptr<ArmEngine> serving_base_arm(std::shared_ptr<ServingBase> base) {
-  return std::make_unique<ServingBaseArm>(std::move(base));
+std::unique_ptr<ArmEngine> serving_base_arm(std::shared_ptr<ServingBase> base, const std::atomic<bool>* cancel) {
+  return std::make_unique<ServingBaseArm>(std::move(base), cancel);
 }
 
 }  // namespace loragate::eval

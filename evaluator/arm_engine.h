@@ -6,6 +6,7 @@
 // Not thread-safe: one runner drives an ArmEngine at a time.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,7 +34,10 @@ class ArmEngine {
 // Loads `model_dir` into an Engine of its own (f32 weights, greedy-friendly defaults).
 Result<std::unique_ptr<ArmEngine>> load_offline_arm(const std::string& name, const std::string& model_dir,
                                                     const EngineOptions& options);
-// Runs on a loaded base's loop, beside whatever else it serves.
-std::unique_ptr<ArmEngine> serving_base_arm(std::shared_ptr<ServingBase> base);
+// Runs on a loaded base's loop, beside whatever else it serves. Once `cancel`
+// (may be null; must outlive the arm) turns true, the request running is
+// cancelled and run() returns a cancelled status, as does every later run().
+std::unique_ptr<ArmEngine> serving_base_arm(std::shared_ptr<ServingBase> base,
+                                            const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace loragate::eval

@@ -86,12 +86,22 @@ EvaluationJobs::EvaluationJobs(BaseSet* bases, Registry* registry, EvaluationSto
     : bases_(bases), registry_(registry), store_(store) {}
 
 EvaluationJobs::~EvaluationJobs() {
-  std::vector<std::thread> threads;
+  cancel_all();
+  std::thread worker;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    threads.swap(threads_);
+    worker.swap(worker_);
   }
-  for (std::thread& t : threads) t.join();
+  if (worker.joinable()) worker.join();
+}
+
+void EvaluationJobs::cancel_all() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cancel_running_.store(true);
+  wake_.notify_all();
 }
 
 Result<JobStatus> EvaluationJobs::start(const std::string& candidate, const std::string& suite_path,
@@ -115,14 +125,15 @@ Result<JobStatus> EvaluationJobs::start(const std::string& candidate, const std:
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) return Status::unavailable("the server is shutting down: no new evaluations");
   JobStatus job;
   job.id = next_id_++;
   job.candidate = candidate;
   job.online = online->name();
   jobs_[job.id] = job;
-  threads_.emplace_back([this, id = job.id, suite = std::move(suite), gates = std::move(gates), online, cand]() mutable {
-    run_job(id, std::move(suite), std::move(gates), std::move(online), std::move(cand));
-  });
+  queue_.push_back(Pending{job.id, std::move(suite), std::move(gates), std::move(online), std::move(cand)});
+  if (!worker_.joinable()) worker_ = std::thread([this] { worker_main(); });
+  wake_.notify_all();
   return job;
 }
 
@@ -131,13 +142,33 @@ void EvaluationJobs::update(int64_t id, const std::function<void(JobStatus&)>& c
   change(jobs_[id]);
 }
 
-void EvaluationJobs::run_job(int64_t id, Suite suite, GateConfig gates, std::shared_ptr<ServingBase> online,
-                             std::shared_ptr<ServingBase> candidate) {
-  auto online_arm = serving_base_arm(online);
-  auto candidate_arm = serving_base_arm(candidate);
+void EvaluationJobs::worker_main() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, nothing left to record
+    Pending job = std::move(queue_.front());
+    queue_.pop_front();
+    const bool cancelled = stopping_;
+    lock.unlock();
+    if (cancelled) {
+      store_cancelled(job, unix_seconds());  // queued behind a run when the server stopped
+    } else {
+      run_job(std::move(job));
+    }
+    lock.lock();
+  }
+}
+
+void EvaluationJobs::run_job(Pending job) {
+  const int64_t id = job.id;
+  const int64_t started_at = unix_seconds();
+  auto online_arm = serving_base_arm(job.online, &cancel_running_);
+  auto candidate_arm = serving_base_arm(job.candidate, &cancel_running_);
   RunnerOptions options;
   options.adapter_for = [&](const std::string& scenario, bool cand) -> Result<AdapterChoice> {
-    LG_ASSIGN_OR_RETURN(AdapterRecord a, routed_adapter(*registry_, scenario, (cand ? candidate : online)->name()));
+    LG_ASSIGN_OR_RETURN(AdapterRecord a,
+                        routed_adapter(*registry_, scenario, (cand ? job.candidate : job.online)->name()));
     return AdapterChoice{a.name, a.path};
   };
   options.progress = [&](int64_t done, int64_t total) {
@@ -146,9 +177,10 @@ void EvaluationJobs::run_job(int64_t id, Suite suite, GateConfig gates, std::sha
       j.total = total;
     });
   };
-  Result<RunResult> run = run_suite(suite, *online_arm, *candidate_arm, options);
-  const nlohmann::json live = live_source_ ? live_source_(candidate->name()) : nlohmann::json();
-  if (run.is_ok()) run = judge_and_store(std::move(run).value(), gates, *store_, live);
+  Result<RunResult> run = run_suite(job.suite, *online_arm, *candidate_arm, options);
+  if (!run.is_ok() && run.status().code() == StatusCode::kCancelled) return store_cancelled(job, started_at);
+  const nlohmann::json live = live_source_ ? live_source_(job.candidate->name()) : nlohmann::json();
+  if (run.is_ok()) run = judge_and_store(std::move(run).value(), job.gates, *store_, live);
   update(id, [&](JobStatus& j) {
     if (run.is_ok()) {
       j.state = "done";
@@ -157,6 +189,40 @@ void EvaluationJobs::run_job(int64_t id, Suite suite, GateConfig gates, std::sha
     } else {
       j.state = "failed";
       j.error = run.status().to_string();
+    }
+  });
+}
+
+void EvaluationJobs::store_cancelled(const Pending& job, int64_t started_at) {
+  JobStatus now;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    now = jobs_[job.id];
+  }
+  EvaluationRecord record;
+  record.started_at = started_at;
+  record.finished_at = unix_seconds();
+  record.online_base = job.online->name();
+  record.online_sha256 = job.online->sha256();
+  record.candidate_base = job.candidate->name();
+  record.candidate_sha256 = job.candidate->sha256();
+  record.adapters = "{}";
+  record.suite_sha256 = sha256_hex(job.suite.text);
+  record.gates_sha256 = sha256_hex(job.gates.to_yaml());
+  record.verdict = "cancelled";
+  record.report = json{{"cancelled", true},
+                       {"reason", "the server shut down before the evaluation finished; run it again"},
+                       {"suite_path", job.suite.path},
+                       {"done", now.done},
+                       {"total", now.total}}
+                      .dump();
+  Result<int64_t> stored = store_->add(record);
+  update(job.id, [&](JobStatus& j) {
+    j.state = "cancelled";
+    if (stored.is_ok()) {
+      j.run_id = *stored;
+    } else {
+      j.error = "cancelled; not stored: " + stored.status().to_string();
     }
   });
 }

@@ -1,5 +1,6 @@
 // EvaluationJobs: evaluations inside a running server. start() judges a
-// loaded candidate base against the serving one on a background thread: the
+// loaded candidate base against the serving one on the one evaluation worker
+// (runs queue behind each other, each "running" until it ends): the
 // online arm runs on the serving base's loop beside live traffic (one
 // evaluation request at a time, so it never holds more than one sequence of
 // the serving batch), the candidate arms on the candidate's loop (below the
@@ -9,10 +10,16 @@
 //
 // check_promotion() is what promote asks first: a passing run of this
 // candidate against this serving base, with the adapters the scenarios use
-// now. Thread-safety: every method may be called from any thread.
+// now. cancel_all() (shutdown) ends the running evaluation at its next
+// engine request and drops the queued ones; each is stored with the verdict
+// "cancelled" so the history shows it and it can be run again.
+// Thread-safety: every method may be called from any thread.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -31,10 +38,10 @@ namespace loragate::eval {
 struct JobStatus {
   int64_t id = 0;
   std::string candidate, online;
-  std::string state = "running";  // "running", "done", "failed"
+  std::string state = "running";  // "running" (or queued), "done", "failed", "cancelled"
   int64_t done = 0, total = 0;    // units of work
   std::string verdict;            // when done
-  int64_t run_id = 0;             // the stored run, when done
+  int64_t run_id = 0;             // the stored run, when done or cancelled
   std::string error;              // when failed
 };
 
@@ -42,7 +49,7 @@ class EvaluationJobs {
  public:
   // None owned; all outlive the jobs.
   EvaluationJobs(BaseSet* bases, Registry* registry, EvaluationStore* store);
-  ~EvaluationJobs();  // waits for running jobs
+  ~EvaluationJobs();  // cancel_all(), then joins the worker
   EvaluationJobs(const EvaluationJobs&) = delete;
   EvaluationJobs& operator=(const EvaluationJobs&) = delete;
 
@@ -50,6 +57,9 @@ class EvaluationJobs {
   Result<JobStatus> start(const std::string& candidate, const std::string& suite_path, const std::string& gates_path);
   Result<JobStatus> get(int64_t id) const;
   std::vector<JobStatus> list() const;
+  // Cancels the running evaluation and every queued one; later start()s are refused.
+  // Returns at once: the running one ends at its next engine request.
+  void cancel_all();
 
   // ok when a passing stored run covers `candidate` against `serving` with the
   // adapters the registry routes each of its scenarios to now; otherwise
@@ -61,8 +71,16 @@ class EvaluationJobs {
   }
 
  private:
-  void run_job(int64_t id, Suite suite, GateConfig gates, std::shared_ptr<ServingBase> online,
-               std::shared_ptr<ServingBase> candidate);
+  struct Pending {
+    int64_t id = 0;
+    Suite suite;
+    GateConfig gates;
+    std::shared_ptr<ServingBase> online, candidate;
+  };
+  void worker_main();
+  void run_job(Pending job);
+  // Stores `job` as cancelled after `done` of `total` units (started at `started_at`).
+  void store_cancelled(const Pending& job, int64_t started_at);
   void update(int64_t id, const std::function<void(JobStatus&)>& change);
 
   BaseSet* bases_;
@@ -72,7 +90,11 @@ class EvaluationJobs {
   mutable std::mutex mu_;
   std::map<int64_t, JobStatus> jobs_;  // guarded by mu_
   int64_t next_id_ = 1;                // guarded by mu_
-  std::vector<std::thread> threads_;   // guarded by mu_
+  std::condition_variable wake_;
+  std::deque<Pending> queue_;          // guarded by mu_
+  bool stopping_ = false;              // guarded by mu_
+  std::atomic<bool> cancel_running_{false};  // read by the running job's arms between and during requests
+  std::thread worker_;                 // started by the first start()
 };
 
 // {"<arm>/<scenario>": sha256} of the adapters a run used (stored with it).

@@ -40,8 +40,9 @@ Result<std::unique_ptr<EvaluationStore>> EvaluationStore::open(const std::string
 }
 
 Result<int64_t> EvaluationStore::add(const EvaluationRecord& r) {
-  if (r.verdict != "pass" && r.verdict != "fail" && r.verdict != "inconclusive") {
-    return Status::invalid_argument("evaluation verdict '" + r.verdict + "' is not pass, fail or inconclusive");
+  if (r.verdict != "pass" && r.verdict != "fail" && r.verdict != "inconclusive" && r.verdict != "cancelled") {
+    return Status::invalid_argument("evaluation verdict '" + r.verdict +
+                                    "' is not pass, fail, inconclusive or cancelled");
   }
   std::lock_guard<std::mutex> lock(mu_);
   LG_ASSIGN_OR_RETURN(Transaction txn, Transaction::begin(*db_));

@@ -28,7 +28,7 @@ struct EvaluationRecord {
   std::string candidate_base, candidate_sha256;
   std::string adapters;           // JSON {"<arm>/<scenario>": sha256}
   std::string suite_sha256, gates_sha256;
-  std::string verdict;            // "pass" | "fail" | "inconclusive"
+  std::string verdict;            // "pass" | "fail" | "inconclusive" | "cancelled" (stopped before it ended)
   std::string report;             // the report JSON; "" in list() rows
 };
 
