@@ -8,7 +8,8 @@
 
 namespace loragate {
 
-GenerationRunner::GenerationRunner(int32_t max_in_flight) : max_in_flight_(max_in_flight) {}
+GenerationRunner::GenerationRunner(int32_t max_in_flight)
+    : max_in_flight_(max_in_flight), ledger_(std::make_shared<SinkLedger>()) {}
 
 GenerationRunner::~GenerationRunner() = default;
 
@@ -17,20 +18,20 @@ void GenerationRunner::run(const std::shared_ptr<Exchange>& exchange, Generation
   record.adapter = call.request.adapter;
   record.prompt_tokens = static_cast<int64_t>(call.request.prompt_ids.size());
   const std::shared_ptr<ServingBase> base = call.base;
-  auto sink = std::make_shared<StreamSink>(exchange, call.format, call.stream, call.include_usage, this, base);
+  auto sink = std::make_shared<StreamSink>(exchange, call.format, call.stream, call.include_usage, ledger_, base);
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) {
+    std::lock_guard<std::mutex> lock(ledger_->mu);
+    if (ledger_->stopping) {
       return exchange->respond(error_response(http::status::service_unavailable, "the server is shutting down", "",
                                               "service_unavailable"));
     }
-    if (live_.size() >= static_cast<size_t>(std::max(0, max_in_flight_))) {
+    if (ledger_->live.size() >= static_cast<size_t>(std::max(0, max_in_flight_))) {
       return exchange->respond(error_response(http::status::too_many_requests,
                                               "too many requests in flight (limit " + std::to_string(max_in_flight_) +
                                                   "); retry later",
                                               "", "rate_limit_exceeded"));
     }
-    live_.emplace(sink.get(), sink);
+    ledger_->live.emplace(sink.get(), sink);
   }
   if (shadow_ != nullptr) sink->set_shadow(shadow_->offer(*base, call.request, exchange->record().scenario));
   call.request.sink = sink.get();
@@ -40,8 +41,8 @@ void GenerationRunner::run(const std::shared_ptr<Exchange>& exchange, Generation
     base->end_request();
     sink->abandon_shadow();
     {
-      std::lock_guard<std::mutex> lock(mu_);
-      live_.erase(sink.get());
+      std::lock_guard<std::mutex> lock(ledger_->mu);
+      ledger_->live.erase(sink.get());
     }
     const Status& s = id.status();
     if (s.code() == StatusCode::kNotFound) {
@@ -64,56 +65,56 @@ void GenerationRunner::run(const std::shared_ptr<Exchange>& exchange, Generation
 }
 
 void GenerationRunner::begin_stop() {
-  std::lock_guard<std::mutex> lock(mu_);
-  stopping_ = true;
+  std::lock_guard<std::mutex> lock(ledger_->mu);
+  ledger_->stopping = true;
 }
 
 bool GenerationRunner::stopping() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return stopping_;
+  std::lock_guard<std::mutex> lock(ledger_->mu);
+  return ledger_->stopping;
 }
 
 void GenerationRunner::cancel_all() {
   std::vector<std::shared_ptr<StreamSink>> sinks;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [raw, sink] : live_) sinks.push_back(sink);
+    std::lock_guard<std::mutex> lock(ledger_->mu);
+    for (const auto& [raw, sink] : ledger_->live) sinks.push_back(sink);
   }
   for (const auto& sink : sinks) sink->cancel();
 }
 
 bool GenerationRunner::wait_idle(std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return idle_.wait_until(lock, deadline, [&] { return live_.empty() && releasing_ == 0; });
+  std::unique_lock<std::mutex> lock(ledger_->mu);
+  return ledger_->idle.wait_until(lock, deadline, [&] { return ledger_->live.empty() && ledger_->releasing == 0; });
 }
 
 void GenerationRunner::detach_all() {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [raw, sink] : live_) sink->detach();
+  std::lock_guard<std::mutex> lock(ledger_->mu);
+  for (const auto& [raw, sink] : ledger_->live) sink->detach();
 }
 
 size_t GenerationRunner::in_flight() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return live_.size();
+  std::lock_guard<std::mutex> lock(ledger_->mu);
+  return ledger_->live.size();
 }
 
-void GenerationRunner::release(StreamSink* sink) {
+void SinkLedger::release(StreamSink* sink) {
   std::shared_ptr<StreamSink> last;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = live_.find(sink);
-    if (it == live_.end()) return;
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = live.find(sink);
+    if (it == live.end()) return;
     last = std::move(it->second);
-    live_.erase(it);
-    ++releasing_;
+    live.erase(it);
+    ++releasing;
   }
   last->base().end_request();
   // Dropping the sink may destroy its exchange and session: done before
   // wait_idle() can return, so stop() never frees the io_context under it.
   last.reset();
-  std::lock_guard<std::mutex> lock(mu_);
-  --releasing_;
-  if (live_.empty() && releasing_ == 0) idle_.notify_all();
+  std::lock_guard<std::mutex> lock(mu);
+  --releasing;
+  if (live.empty() && releasing == 0) idle.notify_all();
 }
 
 }  // namespace loragate

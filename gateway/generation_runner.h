@@ -3,8 +3,11 @@
 // It bounds the requests in flight (429 past max_in_flight), refuses new
 // ones while stopping (503), maps submit errors to OpenAI errors, starts the
 // SSE stream, and cancels the engine request when the client goes away.
-// It owns every StreamSink until the engine finishes it, so that shutdown
-// can cancel what is left and wait for it.
+// Every StreamSink is owned through a SinkLedger that the runner and the
+// sinks share, until the engine finishes it: shutdown can cancel what is
+// left and wait for it, and a sink the engine still holds when the runner
+// is destroyed (shutdown past its bounded waits) stays alive and does its
+// bookkeeping in the ledger, never in a freed runner.
 //
 // run() is called on an exchange's strand; the rest is thread-safe.
 #pragma once
@@ -24,6 +27,18 @@ namespace loragate {
 
 class ShadowTraffic;
 class StreamSink;
+
+// The sinks in flight. Shared by the runner and each of its sinks.
+struct SinkLedger {
+  // Called by a StreamSink from on_finish: forgets it (this may destroy it).
+  void release(StreamSink* sink);
+
+  std::mutex mu;
+  std::condition_variable idle;
+  std::map<StreamSink*, std::shared_ptr<StreamSink>> live;  // guarded by mu
+  int32_t releasing = 0;                                    // guarded by mu; sinks being dropped
+  bool stopping = false;                                    // guarded by mu
+};
 
 struct GenerationCall {
   std::shared_ptr<ServingBase> base;             // runs here, and is held until the request ends
@@ -56,17 +71,10 @@ class GenerationRunner {
   void detach_all();
   size_t in_flight() const;
 
-  // Called by a StreamSink from on_finish: forgets it (this may destroy it).
-  void release(StreamSink* sink);
-
  private:
   const int32_t max_in_flight_;
   ShadowTraffic* shadow_ = nullptr;
-  mutable std::mutex mu_;
-  std::condition_variable idle_;
-  std::map<StreamSink*, std::shared_ptr<StreamSink>> live_;  // guarded by mu_
-  int32_t releasing_ = 0;                                    // guarded by mu_; sinks being dropped
-  bool stopping_ = false;                                    // guarded by mu_
+  const std::shared_ptr<SinkLedger> ledger_;
 };
 
 }  // namespace loragate

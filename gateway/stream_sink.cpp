@@ -7,12 +7,12 @@
 namespace loragate {
 
 StreamSink::StreamSink(std::shared_ptr<Exchange> exchange, std::shared_ptr<const ResponseFormat> format, bool stream,
-                       bool include_usage, GenerationRunner* runner, std::shared_ptr<ServingBase> base)
+                       bool include_usage, std::shared_ptr<SinkLedger> ledger, std::shared_ptr<ServingBase> base)
     : exchange_(std::move(exchange)),
       format_(std::move(format)),
       stream_(stream),
       include_usage_(include_usage),
-      runner_(runner),
+      ledger_(std::move(ledger)),
       base_(std::move(base)) {}
 
 void StreamSink::set_id(int64_t id) {
@@ -58,7 +58,9 @@ void StreamSink::on_finish(const GenerationResult& result) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!detached_) exchange_->post([self = shared_from_this(), result] { self->deliver_finish(result); });
   }
-  runner_->release(this);  // may destroy *this: nothing may follow
+  // Held here: release() may destroy *this, and with it the sink's own reference.
+  const std::shared_ptr<SinkLedger> ledger = ledger_;
+  ledger->release(this);  // may destroy *this: nothing may follow
 }
 
 void StreamSink::send_event(const nlohmann::json& chunk) {

@@ -4,8 +4,8 @@
 // (otherwise). When the client goes away, the GenerationRunner cancels the
 // engine request; the sink then only finishes its bookkeeping.
 //
-// Owned by the GenerationRunner from submit until on_finish (and by the
-// functions it posted). detach() (at shutdown, once the network threads are
+// Owned by the GenerationRunner's SinkLedger from submit until on_finish
+// (and by the functions it posted); it holds the ledger, not the runner. detach() (at shutdown, once the network threads are
 // gone) stops all further posts and drops the exchange, so that no session
 // outlives its io_context through a sink the engine still holds.
 #pragma once
@@ -23,13 +23,13 @@
 
 namespace loragate {
 
-class GenerationRunner;
+struct SinkLedger;
 class ShadowPair;
 
 class StreamSink final : public RequestSink, public std::enable_shared_from_this<StreamSink> {
  public:
   StreamSink(std::shared_ptr<Exchange> exchange, std::shared_ptr<const ResponseFormat> format, bool stream,
-             bool include_usage, GenerationRunner* runner, std::shared_ptr<ServingBase> base);
+             bool include_usage, std::shared_ptr<SinkLedger> ledger, std::shared_ptr<ServingBase> base);
 
   // The engine's id for this request (0 until submit returned).
   void set_id(int64_t id);
@@ -58,7 +58,7 @@ class StreamSink final : public RequestSink, public std::enable_shared_from_this
   const std::shared_ptr<const ResponseFormat> format_;
   const bool stream_;
   const bool include_usage_;
-  GenerationRunner* const runner_;
+  const std::shared_ptr<SinkLedger> ledger_;  // outlives the runner while this sink is live
   const std::shared_ptr<ServingBase> base_;  // keeps the base (and its loop) alive until the end
   std::shared_ptr<ShadowPair> shadow_;       // set before submit, read at the end
 
