@@ -87,8 +87,8 @@ class AdminApi {
   void install_bases(Router& router, const AdminGate& gate);
   void install_evaluations(Router& router, const AdminGate& gate);
   // The shadow routes under /admin/bases/{name}/shadow, on the strand (in memory).
-  void set_shadow(const std::shared_ptr<Exchange>& ex, const std::string& base);
-  void describe_shadow(const std::shared_ptr<Exchange>& ex, const std::string& base);
+  void set_shadow(const std::shared_ptr<Exchange>& ex, const std::string& base, const AdminGate& gate);
+  void describe_shadow(const std::shared_ptr<Exchange>& ex, const std::string& base, const AdminGate& gate);
 
   Result<std::shared_ptr<ServingBase>> base_named(const std::string& name) const;
   // already_exists when `name` is a base's (or the served) name: an adapter must not shadow it.

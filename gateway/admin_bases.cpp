@@ -104,11 +104,11 @@ void AdminApi::install_bases(Router& router, const AdminGate& gate) {
                if (auto e = parse_object(ex->request(), &body, /*empty_ok=*/true)) return ex->respond(e->to_response());
                run_swap(ex, [this, actor = actor_of(ex->request(), body)] { return bases_->rollback(actor); });
              }));
-  router.add_prefix(http::verb::post, "/admin/bases/", gate.guard([this, run_swap](const std::shared_ptr<Exchange>& ex) {
+  router.add_prefix(http::verb::post, "/admin/bases/", gate.guard([this, run_swap, gate](const std::shared_ptr<Exchange>& ex) {
     std::string rest = tail_after(ex->request(), "/admin/bases/");
     constexpr std::string_view kShadow = "/shadow";
     if (shadow_ != nullptr && ends_with(rest, kShadow)) {
-      return set_shadow(ex, rest.substr(0, rest.size() - kShadow.size()));
+      return set_shadow(ex, rest.substr(0, rest.size() - kShadow.size()), gate);
     }
     constexpr std::string_view kPromote = "/promote";
     if (!ends_with(rest, kPromote)) {
@@ -125,13 +125,13 @@ void AdminApi::install_bases(Router& router, const AdminGate& gate) {
     }
     run_swap(ex, [this, name, force, actor = actor_of(ex->request(), body)] { return bases_->promote(name, force, actor); });
   }));
-  router.add_prefix(http::verb::get, "/admin/bases/", gate.guard([this](const std::shared_ptr<Exchange>& ex) {
+  router.add_prefix(http::verb::get, "/admin/bases/", gate.guard([this, gate](const std::shared_ptr<Exchange>& ex) {
     std::string rest = tail_after(ex->request(), "/admin/bases/");
     constexpr std::string_view kShadow = "/shadow";
     if (shadow_ == nullptr || !ends_with(rest, kShadow)) {
       return ex->respond(error_response(http::status::not_found, "no route: use GET /admin/bases/{name}/shadow"));
     }
-    describe_shadow(ex, rest.substr(0, rest.size() - kShadow.size()));
+    describe_shadow(ex, rest.substr(0, rest.size() - kShadow.size()), gate);
   }));
 }
 

@@ -1,6 +1,7 @@
 // The shadow routes of AdminApi (admin_api.h), reached through
 // /admin/bases/{name}/shadow: set and read the share of live requests copied
-// to a base that does not serve. In memory: answered on the strand.
+// to a base that does not serve. Answered off the strand: describe()
+// computes percentiles over every scenario's histograms.
 #include <set>
 
 #include "gateway/admin_api.h"
@@ -8,7 +9,7 @@
 
 namespace loragate {
 
-void AdminApi::set_shadow(const std::shared_ptr<Exchange>& ex, const std::string& base) {
+void AdminApi::set_shadow(const std::shared_ptr<Exchange>& ex, const std::string& base, const AdminGate& gate) {
   nlohmann::json body;
   if (auto e = parse_object(ex->request(), &body)) return ex->respond(e->to_response());
   auto fraction = body.find("fraction");
@@ -23,16 +24,20 @@ void AdminApi::set_shadow(const std::shared_ptr<Exchange>& ex, const std::string
       scenarios.insert(s.get<std::string>());
     }
   }
-  Status s = shadow_->set(base, fraction->get<double>(), std::move(scenarios));
-  if (!s.is_ok()) return ex->respond(status_response(s));
-  Result<nlohmann::json> d = shadow_->describe(base);
-  ex->respond(json_response(http::status::ok, d.is_ok() ? *d : nlohmann::json::object()));
+  gate.answer_off_strand(ex, [this, base, fraction = fraction->get<double>(),
+                              scenarios = std::move(scenarios)]() mutable {
+    Status s = shadow_->set(base, fraction, std::move(scenarios));
+    if (!s.is_ok()) return status_response(s);
+    Result<nlohmann::json> d = shadow_->describe(base);
+    return json_response(http::status::ok, d.is_ok() ? *d : nlohmann::json::object());
+  });
 }
 
-void AdminApi::describe_shadow(const std::shared_ptr<Exchange>& ex, const std::string& base) {
-  Result<nlohmann::json> d = shadow_->describe(base);
-  if (!d.is_ok()) return ex->respond(status_response(d.status()));
-  ex->respond(json_response(http::status::ok, *d));
+void AdminApi::describe_shadow(const std::shared_ptr<Exchange>& ex, const std::string& base, const AdminGate& gate) {
+  gate.answer_off_strand(ex, [this, base] {
+    Result<nlohmann::json> d = shadow_->describe(base);
+    return d.is_ok() ? json_response(http::status::ok, *d) : status_response(d.status());
+  });
 }
 
 }  // namespace loragate

@@ -3,7 +3,6 @@
 #include <chrono>
 #include <numeric>
 
-#include "evaluator/metrics.h"
 
 namespace loragate {
 namespace {
@@ -17,7 +16,7 @@ bool finished_normally(const GenerationResult& r) {
 }
 
 nlohmann::json stats_json(const ShadowStats& s) {
-  auto p = [](const std::vector<double>& v, double q) { return v.empty() ? 0.0 : eval::percentile(v, q); };
+  auto p = [](const LatencyHistogram& h, double q) { return h.percentile(q); };
   return {{"offered", s.offered},
           {"shadowed", s.shadowed},
           {"dropped", s.dropped},
@@ -36,36 +35,39 @@ nlohmann::json stats_json(const ShadowStats& s) {
 }  // namespace
 
 ShadowTraffic::~ShadowTraffic() {
-  std::unique_lock<std::mutex> lock(mu_);
-  targets_.clear();
-  for (const auto& [raw, pair] : in_flight_) {
+  std::unique_lock<std::mutex> lock(ledger_->mu);
+  ledger_->targets.clear();
+  for (const auto& [raw, pair] : ledger_->in_flight) {
     if (pair->id > 0) pair->candidate()->loop().cancel(pair->id);
   }
   // A copy cancelled this way still calls on_finish; a live end may be the other missing half.
-  idle_.wait_for(lock, std::chrono::seconds(10), [&] { return in_flight_.empty(); });
+  // Past the wait, the pairs left keep the ledger alive until their ends come in.
+  ledger_->idle.wait_for(lock, std::chrono::seconds(10), [&] { return ledger_->in_flight.empty(); });
 }
 
 Status ShadowTraffic::set(const std::string& base, double fraction, std::set<std::string> scenarios) {
   if (!(fraction >= 0 && fraction <= 1)) return Status::invalid_argument("fraction must be in [0, 1]");
   LG_ASSIGN_OR_RETURN(std::shared_ptr<ServingBase> target, bases_->find(base));
   if (target == bases_->serving()) return Status::failed_precondition("base '" + base + "' is serving: nothing to shadow");
-  std::lock_guard<std::mutex> lock(mu_);
-  Target& t = targets_[base];
+  std::lock_guard<std::mutex> lock(ledger_->mu);
+  ShadowLedger::Target& t = ledger_->targets[base];
   t.fraction = fraction;
   t.scenarios = std::move(scenarios);
   return Status::ok();
 }
 
 Result<nlohmann::json> ShadowTraffic::describe(const std::string& base) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = targets_.find(base);
-  if (it == targets_.end()) return Status::not_found("no shadow traffic was set for base '" + base + "'");
+  ShadowLedger::Target target;
+  {
+    // Only a copy under the lock offer() takes on the live path: a few KiB per key.
+    std::lock_guard<std::mutex> lock(ledger_->mu);
+    auto it = ledger_->targets.find(base);
+    if (it == ledger_->targets.end()) return Status::not_found("no shadow traffic was set for base '" + base + "'");
+    target = it->second;
+  }
   nlohmann::json stats = nlohmann::json::object();
-  for (const auto& [key, s] : it->second.stats) stats[key] = stats_json(s);
-  return nlohmann::json{{"base", base},
-                        {"fraction", it->second.fraction},
-                        {"scenarios", it->second.scenarios},
-                        {"stats", stats}};
+  for (const auto& [key, s] : target.stats) stats[key] = stats_json(s);
+  return nlohmann::json{{"base", base}, {"fraction", target.fraction}, {"scenarios", target.scenarios}, {"stats", stats}};
 }
 
 nlohmann::json ShadowTraffic::live_arm(const std::string& base) const {
@@ -79,14 +81,14 @@ std::shared_ptr<ShadowPair> ShadowTraffic::offer(const ServingBase& live_base, c
   std::string chosen;
   const std::string key = !scenario.empty() ? scenario : live.adapter.empty() ? "base" : live.adapter;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [base, t] : targets_) {
+    std::lock_guard<std::mutex> lock(ledger_->mu);
+    for (auto& [base, t] : ledger_->targets) {
       if (t.fraction <= 0 || (!t.scenarios.empty() && !t.scenarios.count(scenario))) continue;
       t.credit += t.fraction;
       if (t.credit < 1.0) continue;
       t.credit -= 1.0;
       ++t.stats[key].offered;
-      if (in_flight_by_base_[base] >= kMaxInFlight) {  // behind: never queue up on the live path
+      if (ledger_->in_flight_by_base[base] >= kMaxInFlight) {  // behind: never queue up on the live path
         ++t.stats[key].dropped;
         continue;
       }
@@ -96,8 +98,8 @@ std::shared_ptr<ShadowPair> ShadowTraffic::offer(const ServingBase& live_base, c
   }
   if (chosen.empty()) return nullptr;
   auto unmatched = [&] {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++targets_[chosen].stats[key].unmatched;
+    std::lock_guard<std::mutex> lock(ledger_->mu);
+    ++ledger_->targets[chosen].stats[key].unmatched;
     return nullptr;
   };
   Result<std::shared_ptr<ServingBase>> candidate = bases_->find(chosen);
@@ -109,50 +111,54 @@ std::shared_ptr<ShadowPair> ShadowTraffic::offer(const ServingBase& live_base, c
     copy.adapter = *routed;
   }
   if (!copy.adapter.empty() && !(*candidate)->adapters()->contains(copy.adapter)) return unmatched();
-  auto pair = std::make_shared<ShadowPair>(this, *candidate, key, live.params.temperature == 0);
+  auto pair = std::make_shared<ShadowPair>(ledger_, *candidate, key, live.params.temperature == 0);
   copy.sink = pair.get();
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    in_flight_[pair.get()] = pair;
-    ++in_flight_by_base_[chosen];
+    std::lock_guard<std::mutex> lock(ledger_->mu);
+    ledger_->in_flight[pair.get()] = pair;
+    ++ledger_->in_flight_by_base[chosen];
   }
   Result<int64_t> id = (*candidate)->loop().submit(std::move(copy));
   if (!id.is_ok()) {
-    finished(pair.get());
+    ledger_->finished(pair.get());
     return unmatched();
   }
   pair->id = *id;
-  std::lock_guard<std::mutex> lock(mu_);
-  ++targets_[chosen].stats[key].shadowed;
+  std::lock_guard<std::mutex> lock(ledger_->mu);
+  ++ledger_->targets[chosen].stats[key].shadowed;
   return pair;
 }
 
-void ShadowTraffic::record(const std::string& base, const std::string& key, const GenerationResult* live,
-                           const GenerationResult* shadow, bool greedy) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = targets_.find(base);
-  if (it == targets_.end() || live == nullptr || shadow == nullptr) return;
+void ShadowLedger::record(const std::string& base, const std::string& key, const GenerationResult* live,
+                          const GenerationResult* shadow, bool greedy) {
+  if (live == nullptr || shadow == nullptr) return;
   if (!finished_normally(*live) || !finished_normally(*shadow)) return;
+  // Everything but the counters is worked out before the lock the live path takes.
+  const bool agreed = greedy && live->output_ids == shadow->output_ids;
+  const double live_tpot = mean_of(live->itl_ms), shadow_tpot = mean_of(shadow->itl_ms);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = targets.find(base);
+  if (it == targets.end()) return;
   ShadowStats& s = it->second.stats[key];
   if (greedy) {
     ++s.compared;
-    if (live->output_ids == shadow->output_ids) ++s.agreed;
+    if (agreed) ++s.agreed;
   }
-  s.live_ttft_ms.push_back(live->ttft_ms);
-  s.shadow_ttft_ms.push_back(shadow->ttft_ms);
-  s.live_tpot_ms.push_back(mean_of(live->itl_ms));
-  s.shadow_tpot_ms.push_back(mean_of(shadow->itl_ms));
+  s.live_ttft_ms.add(live->ttft_ms);
+  s.shadow_ttft_ms.add(shadow->ttft_ms);
+  s.live_tpot_ms.add(live_tpot);
+  s.shadow_tpot_ms.add(shadow_tpot);
 }
 
-void ShadowTraffic::finished(ShadowPair* pair) {
+void ShadowLedger::finished(ShadowPair* pair) {
   std::shared_ptr<ShadowPair> last;  // dropped after the lock: it may be the pair's last owner
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = in_flight_.find(pair);
-  if (it == in_flight_.end()) return;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = in_flight.find(pair);
+  if (it == in_flight.end()) return;
   last = std::move(it->second);
-  in_flight_.erase(it);
-  --in_flight_by_base_[last->candidate()->name()];
-  if (in_flight_.empty()) idle_.notify_all();
+  in_flight.erase(it);
+  --in_flight_by_base[last->candidate()->name()];
+  if (in_flight.empty()) idle.notify_all();
 }
 
 void ShadowPair::live_done(const GenerationResult& result) {
@@ -178,8 +184,8 @@ void ShadowPair::complete_if_both() {
     if (!live_ || !shadow_ || recorded_) return;
     recorded_ = true;
   }
-  traffic_->record(candidate_->name(), key_, live_.get(), shadow_.get(), greedy_);
-  traffic_->finished(this);
+  ledger_->record(candidate_->name(), key_, live_.get(), shadow_.get(), greedy_);
+  ledger_->finished(this);
 }
 
 }  // namespace loragate

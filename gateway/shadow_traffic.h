@@ -5,7 +5,15 @@
 // compute gate), and when the candidate already has max_in_flight shadow
 // requests running the copy is dropped and counted. When both ends are in,
 // agreement (the same output ids, greedy requests only) and both latencies
-// are recorded per scenario (or adapter, when no scenario was named).
+// are recorded per scenario (or adapter, when no scenario was named), in
+// fixed-size histograms. describe() copies them under the lock and computes
+// the percentiles after, so a reader never holds up the live path's offer().
+//
+// Lifetime: the targets, their statistics and the copies in flight live in a
+// ShadowLedger that ShadowTraffic and every ShadowPair share. A copy the
+// candidate's engine still holds when ShadowTraffic is destroyed (past its
+// bounded wait) keeps the ledger alive and reports into it, never into freed
+// memory; the pair is dropped when both of its ends are in.
 //
 // Thread-safety: every method may be called from any thread; sinks call in
 // from the engines' step threads.
@@ -25,6 +33,7 @@
 
 #include "bases/base_set.h"
 #include "engine/engine.h"
+#include "gateway/latency_histogram.h"
 #include "gateway/model_resolver.h"
 
 namespace loragate {
@@ -38,15 +47,39 @@ struct ShadowStats {
   int64_t unmatched = 0;   // the candidate has no version of the adapter or scenario
   int64_t compared = 0;    // greedy pairs with both answers in
   int64_t agreed = 0;      // of those, the same output ids
-  std::vector<double> live_ttft_ms, shadow_ttft_ms, live_tpot_ms, shadow_tpot_ms;
+  // Fixed size, however long the server runs; copied out by describe().
+  LatencyHistogram live_ttft_ms, shadow_ttft_ms, live_tpot_ms, shadow_tpot_ms;
+};
+
+// What ShadowTraffic and its pairs share (see above).
+class ShadowLedger {
+ public:
+  struct Target {
+    double fraction = 0;
+    std::set<std::string> scenarios;
+    double credit = 0;  // deterministic sampling: one copy each time credit reaches 1
+    std::map<std::string, ShadowStats> stats;
+  };
+
+  // From a pair, once both ends are in (or the copy failed).
+  void record(const std::string& base, const std::string& key, const GenerationResult* live,
+              const GenerationResult* shadow, bool greedy);
+  void finished(ShadowPair* pair);
+
+  mutable std::mutex mu;
+  std::condition_variable idle;
+  std::map<std::string, Target> targets;                           // guarded by mu
+  std::map<ShadowPair*, std::shared_ptr<ShadowPair>> in_flight;    // guarded by mu
+  std::map<std::string, int32_t> in_flight_by_base;                // guarded by mu
 };
 
 class ShadowTraffic {
  public:
   static constexpr int32_t kMaxInFlight = 8;
 
-  ShadowTraffic(BaseSet* bases, ModelResolver* resolver) : bases_(bases), resolver_(resolver) {}
-  // Cancels the copies still running and waits for their sinks.
+  ShadowTraffic(BaseSet* bases, ModelResolver* resolver)
+      : bases_(bases), resolver_(resolver), ledger_(std::make_shared<ShadowLedger>()) {}
+  // Cancels the copies still running and waits (bounded) for their sinks.
   ~ShadowTraffic();
 
   // Shadows `fraction` (0..1; 0 = off) of live requests onto candidate base
@@ -64,33 +97,18 @@ class ShadowTraffic {
   std::shared_ptr<ShadowPair> offer(const ServingBase& live_base, const GenerationRequest& live,
                                     const std::string& scenario);
 
-  // From a pair, once both ends are in (or the copy failed).
-  void record(const std::string& base, const std::string& key, const GenerationResult* live,
-              const GenerationResult* shadow, bool greedy);
-  void finished(ShadowPair* pair);
-
  private:
-  struct Target {
-    double fraction = 0;
-    std::set<std::string> scenarios;
-    double credit = 0;  // deterministic sampling: one copy each time credit reaches 1
-    std::map<std::string, ShadowStats> stats;
-  };
-
   BaseSet* bases_;
   ModelResolver* resolver_;
-  mutable std::mutex mu_;
-  std::condition_variable idle_;
-  std::map<std::string, Target> targets_;                                // guarded by mu_
-  std::map<ShadowPair*, std::shared_ptr<ShadowPair>> in_flight_;         // guarded by mu_
-  std::map<std::string, int32_t> in_flight_by_base_;                     // guarded by mu_
+  const std::shared_ptr<ShadowLedger> ledger_;
 };
 
 // One live request and its shadow copy; the candidate's RequestSink.
 class ShadowPair final : public RequestSink, public std::enable_shared_from_this<ShadowPair> {
  public:
-  ShadowPair(ShadowTraffic* traffic, std::shared_ptr<ServingBase> candidate, std::string key, bool greedy)
-      : traffic_(traffic), candidate_(std::move(candidate)), key_(std::move(key)), greedy_(greedy) {}
+  ShadowPair(std::shared_ptr<ShadowLedger> ledger, std::shared_ptr<ServingBase> candidate, std::string key,
+             bool greedy)
+      : ledger_(std::move(ledger)), candidate_(std::move(candidate)), key_(std::move(key)), greedy_(greedy) {}
   // The live request's end (from its StreamSink).
   void live_done(const GenerationResult& result);
   void on_token(int64_t, int32_t, std::string_view) override {}
@@ -101,7 +119,7 @@ class ShadowPair final : public RequestSink, public std::enable_shared_from_this
  private:
   void complete_if_both();
 
-  ShadowTraffic* traffic_;
+  const std::shared_ptr<ShadowLedger> ledger_;
   std::shared_ptr<ServingBase> candidate_;
   const std::string key_;
   const bool greedy_;
