@@ -55,18 +55,17 @@ BaseSet::BaseSet(BaseSetOptions options, Registry* registry)
     : options_(std::move(options)),
       registry_(registry),
       gate_(std::make_shared<ComputeGate>(options_.candidate_share)) {
+  loader_ = std::thread([this] { loader_main(); });
   reaper_ = std::thread([this] { reaper_main(); });
 }
 
 BaseSet::~BaseSet() {
-  std::vector<std::thread> loaders;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
-    loaders.swap(loaders_);
   }
   changed_.notify_all();
-  for (std::thread& t : loaders) t.join();  // a load cannot be interrupted; it is short next to a session
+  loader_.join();  // a load cannot be interrupted; queued ones stay "loading" in the registry and load at restart
   reaper_.join();
   // Entries go with the set: their loops stop and cancel what is left.
 }
@@ -162,10 +161,24 @@ Status BaseSet::add(const BaseSpec& spec, BaseState after_load) {
     e.estimate = need;
     e.error.clear();
     loading = e;
-    loaders_.emplace_back([this, spec, after_load] { load_in_background(spec, after_load); });
+    load_queue_.push_back(LoadJob{spec, after_load});
   }
+  changed_.notify_all();
   record_state(loading);
   return Status::ok();
+}
+
+void BaseSet::loader_main() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    changed_.wait(lock, [&] { return stopping_ || !load_queue_.empty(); });
+    if (stopping_) return;
+    LoadJob job = std::move(load_queue_.front());
+    load_queue_.pop_front();
+    lock.unlock();
+    load_in_background(std::move(job.spec), job.after_load);
+    lock.lock();
+  }
 }
 
 void BaseSet::load_in_background(BaseSpec spec, BaseState after_load) {

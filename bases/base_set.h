@@ -6,9 +6,10 @@
 // rollback) or failed. serving() is what a new request captures; promote()
 // makes a candidate serve in one pointer store, after which every new request
 // runs on it while the old base drains by itself and stays loaded as
-// previous; rollback() promotes the previous base the same way. Loads run on
-// background threads (progress and errors in list()); a memory budget over
-// every loaded base's weights, KV pool and adapters refuses a load that would
+// previous; rollback() promotes the previous base the same way. Loads run one
+// at a time on the set's loader thread (progress and errors in list()); a
+// memory budget over every loaded base's weights, KV pool and adapters (a
+// removed base's too, until it is really freed) refuses a load that would
 // not fit. Every base shares one ComputeGate: the serving base's steps first.
 //
 // With a Registry, every state and swap is recorded there (a promote is one
@@ -25,6 +26,7 @@
 #include <condition_variable>
 #include <functional>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -108,6 +110,11 @@ class BaseSet {
     std::string error;
   };
   Status check_budget_locked(const std::string& name, const MemoryEstimate& need) const;
+  struct LoadJob {
+    BaseSpec spec;
+    BaseState after_load = BaseState::kCandidate;
+  };
+  void loader_main();
   void load_in_background(BaseSpec spec, BaseState after_load);
   Status restore_adapters(ServingBase& base);
   std::vector<std::string> missing_on(const ServingBase& target) const;
@@ -128,8 +135,10 @@ class BaseSet {
   std::string serving_name_;               // guarded by mu_; "" = none yet
   std::map<std::string, int64_t> swaps_;   // guarded by mu_
   std::vector<std::shared_ptr<ServingBase>> graveyard_;  // guarded by mu_: removed, maybe still in use
-  std::vector<std::thread> loaders_;       // guarded by mu_
+  int64_t freeing_bytes_ = 0;              // guarded by mu_: of bases the reaper took and frees now
+  std::deque<LoadJob> load_queue_;         // guarded by mu_; run by loader_ in order
   bool stopping_ = false;                  // guarded by mu_
+  std::thread loader_;
   std::thread reaper_;
 };
 
