@@ -82,8 +82,18 @@ Status BaseSet::check_budget_locked(const std::string& name, const MemoryEstimat
     used += bytes;
     users += (users.empty() ? "" : ", ") + other + " " + mib(bytes);
   }
+  // Removed bases hold their memory until their last request ends and the reaper frees them.
+  for (const std::shared_ptr<ServingBase>& removed : graveyard_) {
+    used += removed->memory_bytes();
+    users += (users.empty() ? "" : ", ") + removed->name() + " " + mib(removed->memory_bytes()) +
+             " (removed, draining its requests)";
+  }
+  if (freeing_bytes_ > 0) {
+    used += freeing_bytes_;
+    users += (users.empty() ? "" : ", ") + mib(freeing_bytes_) + " of removed bases being freed";
+  }
   if (used + need.total() <= options_.memory_budget_bytes) return Status::ok();
-  return Status::resource_exhausted(
+  return Status::insufficient_memory(
       "base '" + name + "' needs " + mib(need.total()) + " (weights " + mib(need.weights_bytes) + " + KV " +
       mib(need.kv_bytes) + " + LoRA slots " + mib(need.lora_slot_bytes) + ") but " + mib(used) + " of the " +
       mib(options_.memory_budget_bytes) + " budget (engine.memory_budget_mib) are in use" +
@@ -271,6 +281,7 @@ void BaseSet::reaper_main() {
     std::vector<std::shared_ptr<ServingBase>> dead;
     for (auto it = graveyard_.begin(); it != graveyard_.end();) {
       if (stopping_ || it->use_count() == 1) {
+        freeing_bytes_ += (*it)->memory_bytes();  // still counted by the budget until freed below
         dead.push_back(std::move(*it));
         it = graveyard_.erase(it);
       } else {
@@ -288,6 +299,7 @@ void BaseSet::reaper_main() {
 #endif
     }
     lock.lock();
+    freeing_bytes_ = 0;
     if (stop) return;
   }
 }

@@ -69,9 +69,10 @@ class BaseSet {
   // Loads `spec` on the caller's thread and makes it serve (start-up, or a
   // restart that the registry says serves `spec`). Fails if a base serves already.
   Status start_serving(const BaseSpec& spec, const std::string& actor);
-  // Checks the directory and the memory budget now, then loads in the
-  // background; the base ends as `after_load` (candidate, or previous when a
-  // restart restores the rollback target) or failed.
+  // Checks the directory and the memory budget now (insufficient_memory when
+  // it does not fit), then loads in the background; the base ends as
+  // `after_load` (candidate, or previous when a restart restores the rollback
+  // target) or failed.
   Status add(const BaseSpec& spec, BaseState after_load = BaseState::kCandidate);
   // Unloads a non-serving, non-loading base; its registry record is retired
   // (its adapters and scenarios stay, for when it is added again).

@@ -355,6 +355,8 @@ Status status_from_http(const HttpResult& result) {
       return Status::resource_exhausted(message);
     case 501:
       return Status::unsupported(message);
+    case 507:
+      return Status::insufficient_memory(message);
     default:
       break;
   }

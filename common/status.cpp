@@ -15,6 +15,7 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kFailedPrecondition: return "failed precondition";
     case StatusCode::kUnavailable: return "unavailable";
     case StatusCode::kCancelled: return "cancelled";
+    case StatusCode::kInsufficientMemory: return "insufficient memory";
     case StatusCode::kInternal: return "internal";
   }
   return "unknown";

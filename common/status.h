@@ -24,6 +24,7 @@ enum class StatusCode {
   kFailedPrecondition, // refused in the current state: the conflict code (in use, serving already); resolve and retry
   kUnavailable,       // the service cannot take it now (shutting down, an adapter that does not load); retry later
   kCancelled,         // the work was cancelled before it finished (a client went, the server stopped)
+  kInsufficientMemory, // a memory budget refuses it: not transient, free memory (remove a base) before retrying
   kInternal,          // a broken invariant inside loragate
 };
 
@@ -44,6 +45,7 @@ class [[nodiscard]] Status {
   static Status failed_precondition(std::string m) { return {StatusCode::kFailedPrecondition, std::move(m)}; }
   static Status unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
   static Status cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
+  static Status insufficient_memory(std::string m) { return {StatusCode::kInsufficientMemory, std::move(m)}; }
   static Status internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
   bool is_ok() const { return code_ == StatusCode::kOk; }

@@ -6,6 +6,7 @@ namespace {
 const char* error_type_for(http::status status) {
   const unsigned code = static_cast<unsigned>(status);
   if (code == 429) return "rate_limit_error";
+  if (code == 507) return "insufficient_memory";  // a memory budget: retrying does not help until memory is freed
   if (code == 401) return "authentication_error";
   if (code >= 500) return "server_error";
   return "invalid_request_error";
@@ -55,6 +56,8 @@ http::status http_status_for(StatusCode code, bool about_size) {
     // A cancelled request is only ever answered when the server cancelled it (stopping).
     case StatusCode::kUnavailable:
     case StatusCode::kCancelled: return http::status::service_unavailable;
+    // Not transient like 429: no Retry-After, the operator must free memory first.
+    case StatusCode::kInsufficientMemory: return http::status::insufficient_storage;
     case StatusCode::kCorrupt:
     case StatusCode::kIoError:
     case StatusCode::kInternal: return http::status::internal_server_error;

@@ -18,7 +18,8 @@ HttpResponse json_response(http::status status, const nlohmann::json& body);
 
 // An OpenAI error response; empty `param`/`code` become null. The type
 // follows the status: invalid_request_error (4xx), rate_limit_error (429),
-// server_error (5xx).
+// insufficient_memory (507), server_error (other 5xx). 429 and 503 carry
+// Retry-After: 1 (transient); 507 does not.
 HttpResponse error_response(http::status status, const std::string& message, const std::string& param = "",
                             const std::string& code = "");
 // The error object alone, e.g. for an SSE error event.
@@ -28,7 +29,7 @@ nlohmann::json error_body(http::status status, const std::string& message, const
 // The one StatusCode -> HTTP table: invalid_argument/unsupported -> 400,
 // not_found -> 404, already_exists/failed_precondition -> 409,
 // resource_exhausted -> 429 (or 413 when `about_size`), unavailable/cancelled
-// -> 503, corrupt/io_error/internal -> 500.
+// -> 503, insufficient_memory -> 507, corrupt/io_error/internal -> 500.
 http::status http_status_for(StatusCode code, bool about_size = false);
 inline http::status http_status_for(const Status& status, bool about_size = false) {
   return http_status_for(status.code(), about_size);

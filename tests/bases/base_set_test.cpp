@@ -71,11 +71,43 @@ TEST_F(BaseSetTest, MemoryBudgetRefusesALoadThatDoesNotFitAndSaysTheSizes) {
   BaseSet bases(o, nullptr);
   ASSERT_TRUE(bases.start_serving({"online", online_dir(), WeightType::kF32}, "test").is_ok());
   Status s = bases.add({"good", candidate_dir(), WeightType::kF32});
-  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.code(), StatusCode::kInsufficientMemory) << "not transient: 507, not 429";
   for (const char* part : {"needs", "weights", "KV", "budget", "online"}) {
     EXPECT_NE(s.message().find(part), std::string::npos) << s.message();
   }
   EXPECT_EQ(bases.list().size(), 1u) << "nothing half-added";
+}
+
+// Issue 19: DELETE of a base still running a request (an evaluation) took it
+// out of the budget at once, so a third base loaded beside two resident ones.
+TEST_F(BaseSetTest, ARemovedBaseCountsAgainstTheBudgetUntilItIsFreed) {
+  BaseSetOptions o = small_options();
+  int64_t one = 0;
+  {
+    BaseSet probe(o, nullptr);
+    ASSERT_TRUE(probe.start_serving({"online", online_dir(), WeightType::kF32}, "test").is_ok());
+    one = probe.serving()->memory_bytes();
+  }
+  o.memory_budget_bytes = 2 * one + one / 2;  // room for two bases, not three
+  BaseSet bases(o, nullptr);
+  serve_two(bases);
+  Result<std::shared_ptr<ServingBase>> held = bases.find("good");  // a request still running on it
+  ASSERT_TRUE(held.is_ok());
+  ASSERT_TRUE(bases.remove("good").is_ok());
+  Status refused = bases.add({"again", candidate_dir(), WeightType::kF32});
+  EXPECT_EQ(refused.code(), StatusCode::kInsufficientMemory) << refused.to_string();
+  EXPECT_NE(refused.message().find("good"), std::string::npos) << refused.message();
+  EXPECT_NE(refused.message().find("draining"), std::string::npos) << refused.message();
+
+  held = Status::cancelled("the request ended");  // the last reference: the reaper frees it
+  Status added = Status::internal("never tried");
+  for (int i = 0; i < 200; ++i) {
+    added = bases.add({"again", candidate_dir(), WeightType::kF32});
+    if (added.is_ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(added.is_ok()) << added.to_string();
+  EXPECT_TRUE(bases.wait_loaded("again", Clock::now() + std::chrono::seconds(60)));
 }
 
 TEST_F(BaseSetTest, PromoteNeedsEveryAdapterNameUnlessForcedAndRollbackReturns) {

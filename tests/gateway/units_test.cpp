@@ -89,6 +89,17 @@ TEST(OpenAiErrors, ShapeAndStatusMap) {
             "rate_limit_error");
 }
 
+// A memory budget refusal is not transient: 507 with its own type, and no
+// Retry-After that would tell clients to come back in a second.
+TEST(OpenAiErrors, AMemoryBudgetRefusalIs507WithoutRetryAfter) {
+  const Status refused = Status::insufficient_memory("base 'b' needs 300 MiB but 500 MiB of the 600 MiB budget are in use");
+  HttpResponse r = error_response(http_status_for(refused), refused.message());
+  EXPECT_EQ(r.result(), http::status::insufficient_storage);
+  EXPECT_EQ(json::parse(r.body())["error"]["type"], "insufficient_memory");
+  EXPECT_EQ(r.count(http::field::retry_after), 0u);
+  EXPECT_EQ(error_response(http::status::too_many_requests, "slow")[http::field::retry_after], "1");
+}
+
 TEST(ModelResolver, ModelAndScenario) {
   InMemoryModelResolver resolver;
   resolver.set("s", "");
