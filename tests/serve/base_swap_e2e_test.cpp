@@ -171,13 +171,22 @@ TEST_F(BaseSwapTest, PromoteRollbackPromoteUnderStreamingLoadFailsNothing) {
 
   std::atomic<bool> stop{false};
   std::atomic<int> ok{0};
+  std::atomic<int> failed{0};  // failures.size(), readable without mu
   std::mutex mu;
-  std::vector<std::string> failures;
+  std::vector<std::string> failures;  // guarded by mu
   std::map<std::string, int> by_base;
   std::vector<std::thread> clients;
   for (int c = 0; c < 32; ++c) {
     clients.emplace_back([&, c] {
-      auto http = client::HttpClient::create(url);
+      client::ClientOptions options;
+      options.total_timeout = std::chrono::seconds(60);  // a stuck stream fails the test instead of hanging it
+      auto http = client::HttpClient::create(url, options);
+      if (!http.is_ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        failures.push_back("client: " + http.status().to_string());
+        ++failed;
+        return;
+      }
       for (size_t n = c; !stop.load(); n += 32) {
         const Probe& p = probes[n % probes.size()];
         json body = {{"prompt", p.prompt_ids}, {"max_tokens", 48}, {"temperature", 0}, {"stream", true}};
@@ -200,8 +209,10 @@ TEST_F(BaseSwapTest, PromoteRollbackPromoteUnderStreamingLoadFailsNothing) {
         std::lock_guard<std::mutex> lock(mu);
         if (!r.is_ok() || r->status != 200 || !error.empty()) {
           failures.push_back("status " + (r.is_ok() ? std::to_string(r->status) + " " + r->body : r.status().to_string()) + error);
+          ++failed;
         } else if (!p.text.count(base) || p.text.at(base) != text) {
           failures.push_back("base '" + base + "' answered '" + text + "' for " + p.scenario);
+          ++failed;
         } else {
           ++by_base[base];
           ++ok;
@@ -209,9 +220,16 @@ TEST_F(BaseSwapTest, PromoteRollbackPromoteUnderStreamingLoadFailsNothing) {
       }
     });
   }
+  // Until n more answers are in, one failed, or 60 s passed (a stalled server fails the test, never hangs it).
   auto wait_for = [&](int n) {
     const int target = ok.load() + n;
-    while (ok.load() < target && failures.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (ok.load() < target && failed.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (failed.load() == 0) {
+      EXPECT_GE(ok.load(), target) << "no progress within 60 s";
+    }
   };
   wait_for(64);
   auto promoted = call(url, "POST", "/admin/bases/candidate-good/promote", {{"by", "swap-test"}});
