@@ -4,10 +4,10 @@
 #include <malloc.h>
 #endif
 
-#include <algorithm>
 #include <cstdio>
-#include <set>
 
+#include "bases/base_records.h"
+#include "bases/promotion_policy.h"
 #include "model/model_config.h"
 
 namespace loragate {
@@ -19,53 +19,22 @@ std::string mib(int64_t bytes) {
   return buf;
 }
 
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
-BaseModelState registry_state(BaseState s) {
-  switch (s) {
-    case BaseState::kLoading: return BaseModelState::kLoading;
-    case BaseState::kCandidate: return BaseModelState::kCandidate;
-    case BaseState::kServing: return BaseModelState::kServing;
-    case BaseState::kDraining:
-    case BaseState::kPrevious: return BaseModelState::kPrevious;
-    case BaseState::kFailed: return BaseModelState::kFailed;
-  }
-  return BaseModelState::kFailed;
-}
-
 }  // namespace
-
-const char* base_state_name(BaseState state) {
-  switch (state) {
-    case BaseState::kLoading: return "loading";
-    case BaseState::kCandidate: return "candidate";
-    case BaseState::kServing: return "serving";
-    case BaseState::kDraining: return "draining";
-    case BaseState::kPrevious: return "previous";
-    case BaseState::kFailed: return "failed";
-  }
-  return "failed";
-}
 
 BaseSet::BaseSet(BaseSetOptions options, Registry* registry)
     : options_(std::move(options)),
       registry_(registry),
       gate_(std::make_shared<ComputeGate>(options_.candidate_share)) {
-  loader_ = std::thread([this] { loader_main(); });
   reaper_ = std::thread([this] { reaper_main(); });
 }
 
 BaseSet::~BaseSet() {
+  loader_.stop();  // a load cannot be interrupted; queued ones stay "loading" in the registry and load at restart
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
   changed_.notify_all();
-  loader_.join();  // a load cannot be interrupted; queued ones stay "loading" in the registry and load at restart
   reaper_.join();
   // Entries go with the set: their loops stop and cancel what is left.
 }
@@ -109,31 +78,8 @@ Status BaseSet::start_serving(const BaseSpec& spec, const std::string& actor) {
   }
   LG_ASSIGN_OR_RETURN(std::shared_ptr<ServingBase> base,
                       ServingBase::load(spec, options_.engine, gate_, /*serving=*/true));
-  if (registry_ != nullptr) {
-    BaseModelRecord r;
-    r.name = spec.name;
-    r.path = spec.path;
-    r.dtype = std::string(weight_type_name(spec.dtype));
-    r.sha256 = base->sha256();
-    auto existing = registry_->get_base_model(spec.name);
-    const bool serves = existing.is_ok() && existing->state == BaseModelState::kServing;
-    r.state = serves ? BaseModelState::kServing : BaseModelState::kCandidate;
-    LG_RETURN_IF_ERROR(registry_->upsert_base_model(r).status());
-    if (!serves) {
-      std::string from;
-      LG_ASSIGN_OR_RETURN(std::vector<BaseModelRecord> all, registry_->list_base_models());
-      for (const BaseModelRecord& b : all) {
-        if (b.state == BaseModelState::kServing) from = b.name;
-      }
-      SwapRecord swap;
-      swap.actor = actor;
-      swap.from_base = from;
-      swap.to_base = spec.name;
-      swap.note = "start-up";
-      LG_RETURN_IF_ERROR(registry_->record_swap(swap).status());
-    }
-    LG_RETURN_IF_ERROR(restore_adapters(*base));
-  }
+  LG_RETURN_IF_ERROR(record_start_up(registry_, spec, *base, actor));
+  LG_RETURN_IF_ERROR(restore_adapters(registry_, *base));
   std::lock_guard<std::mutex> lock(mu_);
   Entry& e = entries_[spec.name];
   e.spec = spec;
@@ -141,6 +87,7 @@ Status BaseSet::start_serving(const BaseSpec& spec, const std::string& actor) {
   e.base = std::move(base);
   e.error.clear();
   serving_name_ = spec.name;
+  serving_.store(e.base);
   changed_.notify_all();
   return Status::ok();
 }
@@ -171,29 +118,16 @@ Status BaseSet::add(const BaseSpec& spec, BaseState after_load) {
     e.estimate = need;
     e.error.clear();
     loading = e;
-    load_queue_.push_back(LoadJob{spec, after_load});
   }
-  changed_.notify_all();
   record_state(loading);
+  loader_.enqueue([this, spec, after_load] { load_in_background(spec, after_load); });
   return Status::ok();
 }
 
-void BaseSet::loader_main() {
-  std::unique_lock<std::mutex> lock(mu_);
-  for (;;) {
-    changed_.wait(lock, [&] { return stopping_ || !load_queue_.empty(); });
-    if (stopping_) return;
-    LoadJob job = std::move(load_queue_.front());
-    load_queue_.pop_front();
-    lock.unlock();
-    load_in_background(std::move(job.spec), job.after_load);
-    lock.lock();
-  }
-}
-
-void BaseSet::load_in_background(BaseSpec spec, BaseState after_load) {
+// On the loader thread.
+void BaseSet::load_in_background(const BaseSpec& spec, BaseState after_load) {
   Result<std::shared_ptr<ServingBase>> loaded = ServingBase::load(spec, options_.engine, gate_, /*serving=*/false);
-  Status restored = loaded.is_ok() ? restore_adapters(**loaded) : loaded.status();
+  Status restored = loaded.is_ok() ? restore_adapters(registry_, **loaded) : loaded.status();
   // admin_mu_ orders this record after add's and before any remove's; the
   // registry hears first, so whoever sees the new state finds it recorded.
   std::lock_guard<std::mutex> admin(admin_mu_);
@@ -218,28 +152,9 @@ void BaseSet::load_in_background(BaseSpec spec, BaseState after_load) {
   changed_.notify_all();
 }
 
-// Never under mu_: a registry write waits for an fsync, and serving() must not.
+// Never under mu_: a registry write waits for an fsync, and find() must not.
 void BaseSet::record_state(const Entry& e) {
-  if (registry_ == nullptr) return;
-  BaseModelRecord r;
-  r.name = e.spec.name;
-  r.path = e.spec.path;
-  r.dtype = std::string(weight_type_name(e.spec.dtype));
-  r.sha256 = e.base ? e.base->sha256() : "";
-  r.state = registry_state(e.state);
-  r.error = e.error;
-  Status s = registry_->upsert_base_model(r).status();
-  if (!s.is_ok()) std::fprintf(stderr, "loragate: registry: base '%s': %s\n", r.name.c_str(), s.to_string().c_str());
-}
-
-Status BaseSet::restore_adapters(ServingBase& base) {
-  if (registry_ == nullptr) return Status::ok();
-  LG_ASSIGN_OR_RETURN(std::vector<AdapterRecord> adapters, registry_->list_adapters(base.name()));
-  for (const AdapterRecord& a : adapters) {
-    if (a.state != AdapterState::kReady || base.adapters()->contains(a.name)) continue;
-    LG_RETURN_IF_ERROR(base.adapters()->add(a.name, a.path, a.sha256).with_context("restoring adapter '" + a.name + "'"));
-  }
-  return Status::ok();
+  record_base_state(registry_, e.spec, e.state, e.base ? e.base->sha256() : "", e.error);
 }
 
 // --- removing ---------------------------------------------------------------------
@@ -306,41 +221,6 @@ void BaseSet::reaper_main() {
 
 // --- swapping -----------------------------------------------------------------------
 
-std::vector<std::string> BaseSet::missing_on(const ServingBase& target) const {
-  std::shared_ptr<ServingBase> current = serving();
-  std::vector<std::string> missing;
-  if (!current) return missing;
-  std::set<std::string> have;
-  for (const AdapterInfo& a : target.adapters()->list()) have.insert(a.name);
-  std::set<std::string> needed;
-  if (registry_ != nullptr) {
-    if (auto adapters = registry_->list_adapters(current->name()); adapters.is_ok()) {
-      for (const AdapterRecord& a : *adapters) {
-        if (a.state == AdapterState::kReady) needed.insert(a.name);
-      }
-    }
-  } else {
-    for (const AdapterInfo& a : current->adapters()->list()) needed.insert(a.name);
-  }
-  for (const std::string& n : needed) {
-    if (!have.count(n)) missing.push_back("adapter '" + n + "'");
-  }
-  if (registry_ != nullptr) {
-    auto theirs = registry_->list_scenarios(target.name());
-    auto ours = registry_->list_scenarios(current->name());
-    std::set<std::string> routed;
-    if (theirs.is_ok()) {
-      for (const ScenarioRecord& s : *theirs) routed.insert(s.name);
-    }
-    if (ours.is_ok()) {
-      for (const ScenarioRecord& s : *ours) {
-        if (!routed.count(s.name)) missing.push_back("scenario '" + s.name + "'");
-      }
-    }
-  }
-  return missing;
-}
-
 Result<SwapRecord> BaseSet::promote(const std::string& name, bool force, const std::string& actor) {
   std::lock_guard<std::mutex> admin(admin_mu_);
   LG_ASSIGN_OR_RETURN(std::shared_ptr<ServingBase> target, find(name));
@@ -350,7 +230,8 @@ Result<SwapRecord> BaseSet::promote(const std::string& name, bool force, const s
     from = serving_name_;
   }
   if (from == name) return Status::failed_precondition("base '" + name + "' is serving already");
-  const std::vector<std::string> missing = missing_on(*target);
+  const std::shared_ptr<ServingBase> current = serving();
+  const std::vector<std::string> missing = current ? missing_on(registry_, *current, *target) : std::vector<std::string>();
   if (!missing.empty() && !force) {
     return Status::failed_precondition("cannot promote '" + name + "': the serving base '" + from + "' has " +
                                        joined(missing) + " with no version on '" + name +
@@ -358,7 +239,6 @@ Result<SwapRecord> BaseSet::promote(const std::string& name, bool force, const s
   }
   std::string note = missing.empty() ? "" : "missing on '" + name + "': " + joined(missing);
   if (promote_check_) {
-    const std::shared_ptr<ServingBase> current = serving();
     Status allowed = current ? promote_check_(*current, *target) : Status::ok();
     if (!allowed.is_ok() && !force) return allowed;
     if (!allowed.is_ok()) note += (note.empty() ? "" : "; ") + allowed.message();
@@ -382,7 +262,8 @@ Result<SwapRecord> BaseSet::rollback(const std::string& actor) {
   }
   if (previous.empty()) return Status::failed_precondition("no previous base is loaded to roll back to");
   LG_ASSIGN_OR_RETURN(std::shared_ptr<ServingBase> target, find(previous));
-  const std::vector<std::string> missing = missing_on(*target);
+  const std::shared_ptr<ServingBase> current = serving();
+  const std::vector<std::string> missing = current ? missing_on(registry_, *current, *target) : std::vector<std::string>();
   return swap_to(previous, "rollback", /*forced=*/false,
                  missing.empty() ? "" : "missing on '" + previous + "': " + joined(missing), actor);
 }
@@ -419,18 +300,13 @@ Result<SwapRecord> BaseSet::swap_to(const std::string& name, const std::string& 
   next.state = BaseState::kServing;
   next.base->loop().set_serving(true);
   serving_name_ = name;
+  serving_.store(next.base);  // from here every new request captures it
   ++swaps_[kind];
   changed_.notify_all();
   return swap;
 }
 
 // --- reading --------------------------------------------------------------------------
-
-std::shared_ptr<ServingBase> BaseSet::serving() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = entries_.find(serving_name_);
-  return it == entries_.end() ? nullptr : it->second.base;
-}
 
 Result<std::shared_ptr<ServingBase>> BaseSet::find(const std::string& name) const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -7,7 +7,7 @@
 // makes a candidate serve in one pointer store, after which every new request
 // runs on it while the old base drains by itself and stays loaded as
 // previous; rollback() promotes the previous base the same way. Loads run one
-// at a time on the set's loader thread (progress and errors in list()); a
+// at a time on the set's BaseLoader (progress and errors in list()); a
 // memory budget over every loaded base's weights, KV pool and adapters (a
 // removed base's too, until it is really freed) refuses a load that would
 // not fit. Every base shares one ComputeGate: the serving base's steps first.
@@ -17,16 +17,21 @@
 // restarts on exactly one serving base) and a base's registered adapters are
 // added to its cache when it loads. Without one (tests), nothing persists.
 //
+// This file is the state map; the rest lives beside it by job: the registry
+// records (base_records.h), what a promote asks first (promotion_policy.h)
+// and the loader thread (base_loader.h).
+//
 // Thread-safety: every public method may be called from any thread. Admin
-// operations (add, remove, promote, rollback) are serialised; serving() and
-// find() only take a short lock. A removed base is destroyed on the reaper
-// thread once no request holds it, never on its own step thread.
+// operations (add, remove, promote, rollback) are serialised; serving(), on
+// every request's path, is one atomic shared_ptr load and takes no lock;
+// find() takes a short one. A removed base is destroyed on the reaper thread
+// once no request holds it, never on its own step thread.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,13 +40,12 @@
 #include <thread>
 #include <vector>
 
+#include "bases/base_loader.h"
+#include "bases/base_state.h"
 #include "bases/serving_base.h"
 #include "registry/registry.h"
 
 namespace loragate {
-
-enum class BaseState { kLoading, kCandidate, kServing, kDraining, kPrevious, kFailed };
-const char* base_state_name(BaseState state);  // "loading", "candidate", "serving", "draining", "previous", "failed"
 
 struct BaseSetOptions {
   EngineOptions engine;               // every base loads with these (its own dtype)
@@ -89,8 +93,8 @@ class BaseSet {
   using PromoteCheck = std::function<Status(const ServingBase& serving, const ServingBase& candidate)>;
   void set_promote_check(PromoteCheck check);
 
-  // The serving base (null before start_serving).
-  std::shared_ptr<ServingBase> serving() const;
+  // The serving base (null before start_serving). Lock-free: one atomic load.
+  std::shared_ptr<ServingBase> serving() const { return serving_.load(); }
   // A loaded base by name (not loading or failed): not_found or failed_precondition saying why not.
   Result<std::shared_ptr<ServingBase>> find(const std::string& name) const;
   std::vector<BaseStatus> list() const;
@@ -111,14 +115,7 @@ class BaseSet {
     std::string error;
   };
   Status check_budget_locked(const std::string& name, const MemoryEstimate& need) const;
-  struct LoadJob {
-    BaseSpec spec;
-    BaseState after_load = BaseState::kCandidate;
-  };
-  void loader_main();
-  void load_in_background(BaseSpec spec, BaseState after_load);
-  Status restore_adapters(ServingBase& base);
-  std::vector<std::string> missing_on(const ServingBase& target) const;
+  void load_in_background(const BaseSpec& spec, BaseState after_load);
   Result<SwapRecord> swap_to(const std::string& name, const std::string& kind, bool forced, const std::string& note,
                              const std::string& actor);
   void record_state(const Entry& e);
@@ -134,13 +131,13 @@ class BaseSet {
   mutable std::condition_variable changed_;
   std::map<std::string, Entry> entries_;   // guarded by mu_
   std::string serving_name_;               // guarded by mu_; "" = none yet
+  std::atomic<std::shared_ptr<ServingBase>> serving_;  // stored under mu_ with serving_name_; loaded freely
   std::map<std::string, int64_t> swaps_;   // guarded by mu_
   std::vector<std::shared_ptr<ServingBase>> graveyard_;  // guarded by mu_: removed, maybe still in use
   int64_t freeing_bytes_ = 0;              // guarded by mu_: of bases the reaper took and frees now
-  std::deque<LoadJob> load_queue_;         // guarded by mu_; run by loader_ in order
   bool stopping_ = false;                  // guarded by mu_
-  std::thread loader_;
   std::thread reaper_;
+  BaseLoader loader_;                      // stopped first in ~BaseSet: its loads use everything above
 };
 
 }  // namespace loragate
