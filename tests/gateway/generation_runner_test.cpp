@@ -9,6 +9,7 @@
 
 #include "bases/serving_base.h"
 #include "gateway/generation_runner.h"
+#include "tests/gateway/synth_fixtures.h"
 #include "tests/test_util.h"
 
 namespace loragate {
@@ -37,11 +38,10 @@ class QuietExchange final : public Exchange {
 // Issue 19: the runner's map owned every sink, so destroying the runner freed
 // sinks the engine still called (and each called back into the freed runner).
 TEST(GenerationRunner, ASinkOutlivesItsRunnerUntilTheEngineFinishesIt) {
-  LG_REQUIRE_SHARED("models/stories260K/model.safetensors");
   EngineOptions options;
   options.kv_cache_bytes = 8ll << 20;
   options.max_loras = 1;
-  auto base = ServingBase::load({"online", testing::shared_dir() + "/models/stories260K", WeightType::kF32}, options,
+  auto base = ServingBase::load({"online", gateway_fixture_dir() + "/models/stories260K", WeightType::kF32}, options,
                                 nullptr, /*serving=*/true);
   ASSERT_TRUE(base.is_ok()) << base.status().to_string();
 
