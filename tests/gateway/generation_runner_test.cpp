@@ -41,7 +41,7 @@ TEST(GenerationRunner, ASinkOutlivesItsRunnerUntilTheEngineFinishesIt) {
   EngineOptions options;
   options.kv_cache_bytes = 8ll << 20;
   options.max_loras = 1;
-  auto base = ServingBase::load({"online", gateway_fixture_dir() + "/models/stories260K", WeightType::kF32}, options,
+  auto base = ServingBase::load({"online", testing::gateway_fixture_dir() + "/models/stories260K", WeightType::kF32}, options,
                                 nullptr, /*serving=*/true);
   ASSERT_TRUE(base.is_ok()) << base.status().to_string();
 
