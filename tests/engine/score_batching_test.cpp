@@ -18,7 +18,7 @@ namespace {
 
 constexpr int kNumAdapters = 3;
 
-const std::string& model_dir() {
+const std::string& synth_model_dir() {
   static const std::string dir = [] {
     const std::string root = testing::make_temp_dir("lg-score");
     const std::string model = root + "/model";
@@ -40,10 +40,10 @@ const std::string& model_dir() {
 
 std::unique_ptr<Engine> make_engine(EngineOptions o) {
   o.max_lora_rank = 16;
-  auto e = Engine::load(model_dir(), o);
+  auto e = Engine::load(synth_model_dir(), o);
   EXPECT_TRUE(e.is_ok()) << e.status().to_string();
   if (!e.is_ok()) return nullptr;
-  const std::string root = model_dir() + "/..";
+  const std::string root = synth_model_dir() + "/..";
   for (int i = 0; i < kNumAdapters; ++i) {
     const std::string name = "adapter" + std::to_string(i);
     EXPECT_TRUE((*e)->adapters()->add(name, root + "/" + name).is_ok());
@@ -338,7 +338,7 @@ TEST(ScoreBatchingTest, RefusesBadScoreRequestsNamingTheField) {
 
   EngineOptions o;
   o.max_logits_rows = 0;
-  auto refused = Engine::load(model_dir(), o);
+  auto refused = Engine::load(synth_model_dir(), o);
   ASSERT_FALSE(refused.is_ok());
   EXPECT_NE(refused.status().message().find("max_logits_rows"), std::string::npos);
 }
