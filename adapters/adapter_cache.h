@@ -36,10 +36,15 @@
 
 namespace loragate {
 
+// The defaults, defined once: EngineOptions (engine.max_loras and friends) takes them from here.
+inline constexpr int32_t kDefaultMaxLoras = 4;                // adapter slots usable in one step
+inline constexpr int32_t kDefaultMaxLoraRank = 16;            // largest adapter rank accepted (slot size)
+inline constexpr int64_t kDefaultAdapterHostBytes = 2ll << 30;  // loaded adapters kept in host memory
+
 struct AdapterCacheOptions {
-  int32_t max_loras = 8;                   // slots usable in one step
-  int32_t max_rank = 16;                   // largest adapter rank accepted
-  int64_t host_budget_bytes = 2ll << 30;   // loaded adapters kept in host memory
+  int32_t max_loras = kDefaultMaxLoras;                  // slots usable in one step
+  int32_t max_rank = kDefaultMaxLoraRank;                // largest adapter rank accepted
+  int64_t host_budget_bytes = kDefaultAdapterHostBytes;  // loaded adapters kept in host memory
   std::chrono::milliseconds retry_after_failure{1000};  // a failed load is tried again no sooner
 };
 

@@ -44,9 +44,9 @@ struct EngineOptions {
   int64_t max_num_batched_tokens = 512;      // tokens per step
   int32_t max_num_seqs = 64;                 // sequences running at once
   int64_t max_model_len = 0;                 // prompt + output tokens; 0 = max_position_embeddings
-  int32_t max_loras = 4;                     // adapter slots usable in one step; 0 = no adapters
-  int32_t max_lora_rank = 16;                // largest adapter rank accepted (slot size)
-  int64_t adapter_host_bytes = 2ll << 30;    // loaded adapters kept in host memory
+  int32_t max_loras = kDefaultMaxLoras;      // adapter slots usable in one step; 0 = no adapters
+  int32_t max_lora_rank = kDefaultMaxLoraRank;             // largest adapter rank accepted (slot size)
+  int64_t adapter_host_bytes = kDefaultAdapterHostBytes;   // loaded adapters kept in host memory
   int64_t max_logits_rows = 256;  // scored prompt rows computed per step at most (bounds the logits buffer);
                                   // decode rows are not counted
 };
