@@ -1,5 +1,7 @@
 #include "engine/engine.h"
 
+#include <cstdio>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -12,9 +14,46 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+// The longest sequence (prompt + output) the KV pool holds on its own, as
+// validate_request counts blocks; INT64_MAX when a sliding window bounds what
+// a sequence keeps and that bound fits.
+int64_t kv_room_tokens(const ModelConfig& model, const KvGeometry& kv, int64_t max_num_batched_tokens) {
+  const int64_t block = kv.block_size, blocks = kv.num_blocks;
+  const int64_t window = model.sliding_window;
+  if (window <= 0) return blocks * block;
+  const int64_t held = window - 1 + max_num_batched_tokens;  // the most a windowed sequence keeps
+  if ((held + block - 1) / block + 1 <= blocks) return std::numeric_limits<int64_t>::max();
+  return std::max<int64_t>(0, (blocks - 1) * block);
+}
+
+// max_model_len as served: the configured length (or max_position_embeddings),
+// never past what the KV pool holds for one sequence nor past int32 positions.
+// A length configured explicitly that the pool cannot hold is refused (as
+// vLLM does); the default is capped, and the log says so.
+Result<int64_t> resolve_max_model_len(const EngineOptions& options, const ModelConfig& model, const KvGeometry& kv) {
+  int64_t len = options.max_model_len > 0 ? std::min(options.max_model_len, model.max_position_embeddings)
+                                          : model.max_position_embeddings;
+  len = std::min<int64_t>(len, std::numeric_limits<int32_t>::max());  // positions are int32
+  const int64_t room = kv_room_tokens(model, kv, options.max_num_batched_tokens);
+  if (len <= room) return len;
+  if (options.max_model_len > 0) {
+    return Status::invalid_argument(
+        "max_model_len " + std::to_string(len) + " does not fit the KV pool, which holds " + std::to_string(room) +
+        " tokens for one sequence (" + std::to_string(kv.num_blocks) + " blocks of " + std::to_string(kv.block_size) +
+        "); raise the KV cache budget (engine.kv_cache_mib) or lower engine.max_model_len");
+  }
+  std::fprintf(stderr,
+               "loragate: max_model_len capped at %lld tokens (the KV pool: %d blocks of %d), below the model's "
+               "max_position_embeddings %lld; raise engine.kv_cache_mib for longer sequences\n",
+               static_cast<long long>(room), kv.num_blocks, kv.block_size,
+               static_cast<long long>(model.max_position_embeddings));
+  return room;
+}
+
 }  // namespace
 
-Engine::Engine(EngineOptions options, std::shared_ptr<const ModelDir> model, std::unique_ptr<ModelRunner> runner)
+Engine::Engine(EngineOptions options, std::shared_ptr<const ModelDir> model, std::unique_ptr<ModelRunner> runner,
+               int64_t max_model_len)
     : options_(options),
       model_(std::move(model)),
       runner_(std::move(runner)),
@@ -32,8 +71,7 @@ Engine::Engine(EngineOptions options, std::shared_ptr<const ModelDir> model, std
   const ModelConfig& c = runner_->config();
   eos_ids_ = c.eos_token_ids;
   if (eos_ids_.empty() && tokenizer() && tokenizer()->eos_id()) eos_ids_.push_back(*tokenizer()->eos_id());
-  max_model_len_ = options.max_model_len > 0 ? std::min(options.max_model_len, c.max_position_embeddings)
-                                             : c.max_position_embeddings;
+  max_model_len_ = max_model_len;
 }
 
 Engine::~Engine() = default;
@@ -56,7 +94,15 @@ Result<std::unique_ptr<Engine>> Engine::load(std::shared_ptr<const ModelDir> mod
                                      options.kv_block_size, options.kv_num_blocks, options.kv_cache_bytes,
                                      merge};
   LG_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner, load_model_runner(*model, runner_options));
-  return std::unique_ptr<Engine>(new Engine(options, std::move(model), std::move(runner)));
+  return create(options, std::move(model), std::move(runner));
+}
+
+Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options, std::shared_ptr<const ModelDir> model,
+                                               std::unique_ptr<ModelRunner> runner) {
+  if (model == nullptr || runner == nullptr) return Status::invalid_argument("Engine::create needs a model and a runner");
+  LG_ASSIGN_OR_RETURN(const int64_t max_model_len,
+                      resolve_max_model_len(options, runner->config(), runner->kv_geometry()));
+  return std::unique_ptr<Engine>(new Engine(options, std::move(model), std::move(runner), max_model_len));
 }
 
 Status Engine::validate_request(const GenerationRequest& request) const {

@@ -43,7 +43,8 @@ struct EngineOptions {
   int64_t kv_cache_bytes = 256ll << 20;      // KV pool budget when kv_num_blocks is 0
   int64_t max_num_batched_tokens = 512;      // tokens per step
   int32_t max_num_seqs = 64;                 // sequences running at once
-  int64_t max_model_len = 0;                 // prompt + output tokens; 0 = max_position_embeddings
+  int64_t max_model_len = 0;                 // prompt + output tokens; 0 = max_position_embeddings, capped at
+                                             // what the KV pool holds (a larger value set here: load fails)
   int32_t max_loras = kDefaultMaxLoras;      // adapter slots usable in one step; 0 = no adapters
   int32_t max_lora_rank = kDefaultMaxLoraRank;             // largest adapter rank accepted (slot size)
   int64_t adapter_host_bytes = kDefaultAdapterHostBytes;   // loaded adapters kept in host memory
@@ -101,6 +102,12 @@ class Engine {
   // Opens `model_dir` (ModelDir::open), then loads it.
   static Result<std::unique_ptr<Engine>> load(const std::string& model_dir, const EngineOptions& options,
                                               const LoraAdapter* merge = nullptr);
+  // An engine around a runner already loaded (load() ends here; tests pass
+  // runners of their own). Checks what depends on the runner: max_model_len
+  // is capped at what its KV pool holds for one sequence, and a length
+  // configured explicitly that does not fit is refused.
+  static Result<std::unique_ptr<Engine>> create(const EngineOptions& options, std::shared_ptr<const ModelDir> model,
+                                                std::unique_ptr<ModelRunner> runner);
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
   ~Engine();
@@ -147,7 +154,8 @@ class Engine {
   int64_t kv_cache_bytes() const { return runner_->kv_geometry().bytes(); }
 
  private:
-  Engine(EngineOptions options, std::shared_ptr<const ModelDir> model, std::unique_ptr<ModelRunner> runner);
+  Engine(EngineOptions options, std::shared_ptr<const ModelDir> model, std::unique_ptr<ModelRunner> runner,
+         int64_t max_model_len);
   GenerationResult make_result(const Sequence& seq) const;
   // Hands a finished sequence's result to its sink or the finished list, and forgets it.
   void retire(Sequence& seq);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 
 #include "gateway/blocking_work.h"
 #include "gateway/logprobs_format.h"
@@ -189,7 +190,8 @@ void submit_chat(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchang
                                            "messages")
                                    .to_response());
     }
-    call.request.params.max_tokens = static_cast<int32_t>(room);
+    // max_model_len is capped at the KV pool and int32 positions (Engine::create); clamp anyway, never wrap.
+    call.request.params.max_tokens = static_cast<int32_t>(std::min<int64_t>(room, std::numeric_limits<int32_t>::max()));
   }
   call.request.adapter = req.choice.adapter;
   call.stream = req.fields.stream;
