@@ -162,13 +162,14 @@ bool AdapterCache::contains(const std::string& name) const {
 
 std::vector<AdapterInfo> AdapterCache::list() const {
   std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> slot_lock(slot_mu_);
   std::vector<AdapterInfo> out;
   for (const auto& [name, e] : entries_) {
     if (e.removed) continue;
     AdapterInfo info;
     info.name = name;
     info.path = e.path;
-    info.tier = e.slot >= 0 ? AdapterTier::kSlot
+    info.tier = slot_of_.count(name) != 0 ? AdapterTier::kSlot
                 : e.host   ? AdapterTier::kHost
                 : e.loading ? AdapterTier::kLoading
                 : !e.error.is_ok() ? AdapterTier::kFailed
@@ -195,7 +196,11 @@ std::vector<AdapterInfo> AdapterCache::list() const {
 
 AdapterCacheStats AdapterCache::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> slot_lock(slot_mu_);
   AdapterCacheStats s = stats_;
+  s.slot_hits = slot_hits_;
+  s.host_hits = host_hits_;
+  s.slot_evictions = slot_evictions_;
   s.slots_used = static_cast<int32_t>(std::count_if(slot_owner_.begin(), slot_owner_.end(),
                                                     [](const std::string& o) { return !o.empty(); }));
   s.slots_pinned = static_cast<int32_t>(std::count_if(slot_pins_.begin(), slot_pins_.end(), [](int32_t p) { return p > 0; }));
@@ -203,72 +208,97 @@ AdapterCacheStats AdapterCache::stats() const {
 }
 
 std::vector<std::string> AdapterCache::running() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> slot_lock(slot_mu_);
   std::vector<std::string> out;
-  for (const auto& [name, e] : entries_) {
-    if (e.slot >= 0 && slot_pins_[e.slot] > 0) out.push_back(name);
+  for (const auto& [name, slot] : slot_of_) {
+    if (slot_pins_[slot] > 0) out.push_back(name);
   }
   return out;
 }
 
 std::vector<std::string> AdapterCache::waiting() const {
   std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> slot_lock(slot_mu_);
   std::vector<std::string> out;
   for (const auto& [name, e] : entries_) {
-    if (e.holds > 0 && (e.slot < 0 || slot_pins_[e.slot] == 0)) out.push_back(name);
+    if (e.holds > 0 && !pinned_locked(name)) out.push_back(name);
   }
   return out;
 }
 
+bool AdapterCache::pinned_locked(const std::string& name) const {
+  auto it = slot_of_.find(name);
+  return it != slot_of_.end() && slot_pins_[it->second] > 0;
+}
+
 AdapterCache::AcquireResult AdapterCache::acquire(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = entries_.find(name);
-  if (it == entries_.end()) return {Acquire::kFailed, -1, Status::not_found("adapter '" + name + "' is not registered")};
-  Entry& e = it->second;  // a removed entry still serves the requests holding it
-  if (e.slot >= 0) {
-    ++slot_pins_[e.slot];
-    slot_lru_.remove(e.slot);
-    slot_lru_.push_back(e.slot);
-    ++stats_.slot_hits;
-    return {Acquire::kReady, e.slot, Status::ok()};
-  }
-  if (!e.host) {
-    if (!e.error.is_ok() && !e.loading && std::chrono::steady_clock::now() < e.retry_at) {
-      return {Acquire::kFailed, -1, unservable(name, e.error)};
+  {
+    std::lock_guard<std::mutex> slot_lock(slot_mu_);
+    if (auto it = slot_of_.find(name); it != slot_of_.end()) {
+      const int32_t slot = it->second;
+      ++slot_pins_[slot];
+      slot_lru_.remove(slot);
+      slot_lru_.push_back(slot);
+      ++slot_hits_;
+      return {Acquire::kReady, slot, Status::ok()};
     }
-    if (!e.loading) {
-      e.loading = true;
-      load_queue_.push_back(name);
-      ++stats_.misses;
-      work_.notify_one();
-    }
-    return {Acquire::kWaitLoad, -1, Status::ok()};
   }
-  const int32_t slot = find_slot_locked();
-  if (slot < 0) return {Acquire::kWaitSlot, -1, Status::ok()};
-  slots_->set(slot, *e.host);
+  std::shared_ptr<const LoraAdapter> host;  // keeps the weights alive through the copy, evicted or not
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(name);
+    if (it == entries_.end()) {
+      return {Acquire::kFailed, -1, Status::not_found("adapter '" + name + "' is not registered")};
+    }
+    Entry& e = it->second;  // a removed entry still serves the requests holding it
+    if (!e.host) {
+      if (!e.error.is_ok() && !e.loading && std::chrono::steady_clock::now() < e.retry_at) {
+        return {Acquire::kFailed, -1, unservable(name, e.error)};
+      }
+      if (!e.loading) {
+        e.loading = true;
+        load_queue_.push_back(name);
+        ++stats_.misses;
+        work_.notify_one();
+      }
+      return {Acquire::kWaitLoad, -1, Status::ok()};
+    }
+    host = e.host;
+    host_lru_.remove(name);
+    host_lru_.push_back(name);
+  }
+  int32_t slot = -1;
+  bool evicted = false;
+  {
+    std::lock_guard<std::mutex> slot_lock(slot_mu_);
+    slot = take_slot_locked(&evicted);
+    if (slot < 0) return {Acquire::kWaitSlot, -1, Status::ok()};
+  }
+  // Only this thread changes the table: the slot stays free (unowned) while
+  // it is written, with no lock held.
+  if (evicted) slots_->reset(slot);
+  slots_->set(slot, *host);
+  std::lock_guard<std::mutex> slot_lock(slot_mu_);
   slot_owner_[slot] = name;
   slot_pins_[slot] = 1;
   slot_lru_.push_back(slot);
-  e.slot = slot;
-  host_lru_.remove(name);
-  host_lru_.push_back(name);
-  ++stats_.host_hits;
+  slot_of_[name] = slot;
+  ++host_hits_;
   return {Acquire::kReady, slot, Status::ok()};
 }
 
-int32_t AdapterCache::find_slot_locked() {
+int32_t AdapterCache::take_slot_locked(bool* evicted) {
+  *evicted = false;
   for (int32_t s = 0; s < static_cast<int32_t>(slot_owner_.size()); ++s) {
     if (slot_owner_[s].empty()) return s;
   }
   for (int32_t s : slot_lru_) {  // least recently used unpinned slot
     if (slot_pins_[s] > 0) continue;
-    auto owner = entries_.find(slot_owner_[s]);
-    if (owner != entries_.end()) owner->second.slot = -1;
+    slot_of_.erase(slot_owner_[s]);
     slot_lru_.remove(s);
     slot_owner_[s].clear();
-    slots_->reset(s);
-    ++stats_.slot_evictions;
+    ++slot_evictions_;
+    *evicted = true;
     return s;
   }
   return -1;
@@ -276,28 +306,33 @@ int32_t AdapterCache::find_slot_locked() {
 
 void AdapterCache::release(int32_t slot) {
   if (slot < 0) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> slot_lock(slot_mu_);
   if (slot_pins_[slot] > 0) --slot_pins_[slot];
 }
 
 void AdapterCache::collect_removed() {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto it = entries_.begin(); it != entries_.end();) {
-    Entry& e = it->second;
-    const bool pinned = e.slot >= 0 && slot_pins_[e.slot] > 0;
-    if (!e.removed || pinned || e.loading || e.holds > 0) {
-      ++it;
-      continue;
+  std::vector<int32_t> freed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> slot_lock(slot_mu_);
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      Entry& e = it->second;
+      if (!e.removed || pinned_locked(it->first) || e.loading || e.holds > 0) {
+        ++it;
+        continue;
+      }
+      if (auto slot = slot_of_.find(it->first); slot != slot_of_.end()) {
+        slot_owner_[slot->second].clear();
+        slot_lru_.remove(slot->second);
+        freed.push_back(slot->second);
+        slot_of_.erase(slot);
+      }
+      if (e.host) stats_.host_bytes -= static_cast<int64_t>(e.host->bytes());
+      host_lru_.remove(it->first);
+      it = entries_.erase(it);
     }
-    if (e.slot >= 0) {
-      slots_->reset(e.slot);
-      slot_owner_[e.slot].clear();
-      slot_lru_.remove(e.slot);
-    }
-    if (e.host) stats_.host_bytes -= static_cast<int64_t>(e.host->bytes());
-    host_lru_.remove(it->first);
-    it = entries_.erase(it);
   }
+  for (int32_t slot : freed) slots_->reset(slot);  // this thread alone takes slots: still free here
 }
 
 void AdapterCache::record_failure_locked(const std::string& name, Entry& e, const Status& error) {

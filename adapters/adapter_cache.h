@@ -12,9 +12,17 @@
 // slot pinned). A load that fails is retried after a short backoff, not
 // cached for good (the files may come back); meanwhile requests are refused
 // with a Status that names the adapter, never its paths (the full error is
-// logged and listed by list()). Thread-safety: add/remove/contains/stats/list may be called
-// from any thread; acquire/release/collect_removed and slots() belong to the
-// engine's step thread (slot contents change only there, between forwards).
+// logged and listed by list()).
+//
+// Thread-safety: add/remove/hold/unhold/contains/stats/list/running/waiting
+// may be called from any thread; acquire/release/collect_removed and slots()
+// belong to the engine's step thread. Two locks, never held across a copy:
+// mu_ guards the registration and host tier (entries, loads, host LRU);
+// slot_mu_ guards the slot table, which only the step thread changes (other
+// threads read it for list/stats). Copying an adapter into a slot (every
+// layer, transposed; a device upload on GPU) runs with neither held, so the
+// gateway's per-request contains() and registrations never wait behind it.
+// Lock order: mu_ before slot_mu_.
 #pragma once
 
 #include <chrono>
@@ -138,14 +146,16 @@ class AdapterCache {
     std::string sha256;                        // the weights' identity; "" until known
     Status error;                              // last load failure, paths included
     std::chrono::steady_clock::time_point retry_at;  // after a failure, no new load before this
-    int32_t slot = -1;
   };
   void loader_main();
   void record_failure_locked(const std::string& name, Entry& e, const Status& error);
   // ok when `loaded` has the entry's identity (or fixes it, the first time).
   static Status check_identity(const std::string& name, Entry& e, const LoraAdapter& loaded);
   void evict_host_locked();
-  int32_t find_slot_locked();
+  // A free slot, else the least recently used unpinned one, unmapped from its
+  // owner (*evicted set); -1 when every slot is pinned. With slot_mu_ held.
+  int32_t take_slot_locked(bool* evicted);
+  bool pinned_locked(const std::string& name) const;  // with slot_mu_ held
 
   const ModelConfig base_;
   const AdapterCacheOptions options_;
@@ -154,13 +164,17 @@ class AdapterCache {
   std::condition_variable loaded_;                // a load (loader thread or load_now) ended
   std::map<std::string, Entry> entries_;          // guarded by mu_
   std::list<std::string> host_lru_;               // guarded by mu_; most recent at the back
-  std::vector<std::string> slot_owner_;           // guarded by mu_; "" = free
-  std::vector<int32_t> slot_pins_;                // guarded by mu_
-  std::list<int32_t> slot_lru_;                   // guarded by mu_; most recent at the back
   std::deque<std::string> load_queue_;            // guarded by mu_
-  AdapterCacheStats stats_;                       // guarded by mu_
+  AdapterCacheStats stats_;                       // guarded by mu_ (the slot counters below excepted)
   bool stopping_ = false;                         // guarded by mu_
-  std::unique_ptr<LoraSlotStore> slots_;          // written only on the step thread
+  // The slot table: changed only on the step thread, under slot_mu_.
+  mutable std::mutex slot_mu_;
+  std::map<std::string, int32_t> slot_of_;        // guarded by slot_mu_; adapter -> its slot
+  std::vector<std::string> slot_owner_;           // guarded by slot_mu_; "" = free
+  std::vector<int32_t> slot_pins_;                // guarded by slot_mu_
+  std::list<int32_t> slot_lru_;                   // guarded by slot_mu_; most recent at the back
+  int64_t slot_hits_ = 0, host_hits_ = 0, slot_evictions_ = 0;  // guarded by slot_mu_
+  std::unique_ptr<LoraSlotStore> slots_;          // written only on the step thread, with no lock held
   std::thread loader_;
 };
 

@@ -4,10 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <mutex>
 #include <thread>
 
+#include "adapters/lora_slots.h"
 #include "model/model_config.h"
 #include "tests/test_util.h"
 
@@ -172,6 +176,84 @@ TEST(AdapterCacheTest, LoadNowRetriesAfterAnEarlierFailure) {
   std::filesystem::copy(testing::shared_dir() + "/models/stories260K-lora/a", dir,
                         std::filesystem::copy_options::recursive | std::filesystem::copy_options::overwrite_existing);
   EXPECT_TRUE(cache.load_now("late").is_ok()) << "a transient failure is not cached for good";
+}
+
+// A slot store whose set() (the copy into a slot; a device upload on GPU)
+// blocks until the test lets it go: the upload "in progress" of the test below.
+class BlockingSlots : public LoraSlotStore {
+ public:
+  BlockingSlots(const ModelConfig& base, int32_t num_slots, int32_t max_rank) : inner_(base, num_slots, max_rank) {}
+  int32_t num_slots() const override { return inner_.num_slots(); }
+  int32_t max_rank() const override { return inner_.max_rank(); }
+  void set(int32_t slot, const LoraAdapter& adapter) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    uploading_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return released_; });
+    inner_.set(slot, adapter);
+  }
+  void reset(int32_t slot) override { inner_.reset(slot); }
+  size_t bytes() const override { return inner_.bytes(); }
+
+  bool wait_uploading(std::chrono::seconds within) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, within, [&] { return uploading_; });
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  LoraSlots inner_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool uploading_ = false;
+  bool released_ = false;
+};
+
+TEST(AdapterCacheTest, ContainsAndRegistrationDoNotWaitBehindASlotUpload) {
+  LG_REQUIRE_SHARED("models/stories260K-lora/a/adapter_model.safetensors");
+  auto config = ModelConfig::load(testing::shared_dir() + "/models/stories260K");
+  ASSERT_TRUE(config.is_ok()) << config.status().to_string();
+  auto store = std::make_unique<BlockingSlots>(*config, 2, 16);
+  BlockingSlots* slots = store.get();
+  AdapterCache cache(*config, AdapterCacheOptions{2, 16, 1ll << 30}, std::move(store));
+  ASSERT_TRUE(cache.add("a", testing::shared_dir() + "/models/stories260K-lora/a").is_ok());
+  ASSERT_TRUE(cache.hold("a").is_ok());
+
+  AdapterCache::AcquireResult got;
+  std::thread step_thread([&] { got = acquire_after_load(cache, "a"); });
+  struct Unblock {  // whatever happens below, the step thread is let go and joined
+    BlockingSlots* slots;
+    std::thread* thread;
+    ~Unblock() {
+      slots->release();
+      if (thread->joinable()) thread->join();
+    }
+  } unblock{slots, &step_thread};
+  ASSERT_TRUE(slots->wait_uploading(std::chrono::seconds(20))) << "the upload never started";
+
+  // What the gateway does per request and what the admin API does, from another thread, mid-upload.
+  auto others = std::async(std::launch::async, [&] {
+    const bool found = cache.contains("a");
+    const Status added = cache.add("b", testing::shared_dir() + "/models/stories260K-lora/b");
+    const bool listed = cache.list().size() == 2;
+    (void)cache.stats();
+    (void)cache.waiting();
+    return found && added.is_ok() && listed;
+  });
+  const std::future_status during_upload = others.wait_for(std::chrono::seconds(10));
+  slots->release();  // before any check: `others` must be able to finish either way
+  EXPECT_EQ(during_upload, std::future_status::ready) << "contains()/add() waited behind the slot upload";
+  EXPECT_TRUE(others.get());
+  step_thread.join();
+  EXPECT_EQ(got.state, AdapterCache::Acquire::kReady) << got.error.to_string();
+  EXPECT_EQ(cache.running(), std::vector<std::string>{"a"});
+  EXPECT_EQ(cache.stats().slots_pinned, 1);
+  cache.release(got.slot);
+  cache.unhold("a");
 }
 
 }  // namespace
