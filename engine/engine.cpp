@@ -93,7 +93,9 @@ Result<std::unique_ptr<Engine>> Engine::load(std::shared_ptr<const ModelDir> mod
   const RunnerOptions runner_options{options.device,        options.weight_dtype,  options.outlier_threshold,
                                      options.kv_block_size, options.kv_num_blocks, options.kv_cache_bytes,
                                      merge};
-  LG_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner, load_model_runner(*model, runner_options));
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner,
+                      options.runner_factory ? options.runner_factory(*model, runner_options)
+                                             : load_model_runner(*model, runner_options));
   return create(options, std::move(model), std::move(runner));
 }
 
@@ -189,6 +191,18 @@ void Engine::cancel_all() {
   for (int64_t id : ids) cancel(id);
 }
 
+void Engine::fail_all(const Status& error) {
+  std::vector<int64_t> ids;
+  for (const auto& [id, seq] : sequences_) ids.push_back(id);
+  for (int64_t id : ids) fail(*sequences_.at(id), error);
+}
+
+void Engine::fail(Sequence& seq, const Status& error) {
+  scheduler_->remove(&seq);
+  seq.fail(error);
+  retire(seq);
+}
+
 void Engine::retire(Sequence& seq) {
   if (!seq.adapter.empty()) adapters_->unhold(seq.adapter);
   GenerationResult result = make_result(seq);
@@ -236,7 +250,12 @@ Status Engine::step() {
   const int64_t vocab = config().vocab_size;
   const size_t logits_size = static_cast<size_t>(batch_.num_logit_rows() * vocab);
   if (logits_.size() < logits_size) logits_.resize(logits_size);
-  LG_RETURN_IF_ERROR(runner_->forward(batch_, adapters_ ? &adapters_->slots() : nullptr, logits_.data()));
+  if (Status s = runner_->forward(batch_, adapters_ ? &adapters_->slots() : nullptr, logits_.data()); !s.is_ok()) {
+    // What the runner left in the KV blocks is unknown, and a device error may
+    // be sticky: end every request with the step's error rather than retry.
+    fail_all(Status::internal("the engine step failed: " + s.to_string()));
+    return s;
+  }
 
   const Clock::time_point now = Clock::now();
   const int64_t window = config().sliding_window;
@@ -316,12 +335,20 @@ Result<std::vector<GenerationResult>> Engine::generate(std::vector<GenerationReq
   collect();
   auto last_progress = Clock::now();
   while (has_unfinished()) {
-    LG_RETURN_IF_ERROR(step());
+    if (Status s = step(); !s.is_ok()) {
+      (void)take_finished();  // step() ended every live request with the error
+      return s;
+    }
     collect();
     if (made_progress()) {
       last_progress = Clock::now();
     } else if (Clock::now() - last_progress > std::chrono::seconds(120)) {
-      return Status::internal("no progress for 120 s: queued requests wait on adapters that never load");
+      const Status stalled = Status::internal("no progress for 120 s: queued requests wait on adapters that never load");
+      for (const auto& [id, index] : order) {  // none of them may run on behind the caller
+        if (auto it = sequences_.find(id); it != sequences_.end()) fail(*it->second, stalled);
+      }
+      (void)take_finished();
+      return stalled;
     } else {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));  // adapters are loading
     }

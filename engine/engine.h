@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -50,6 +51,10 @@ struct EngineOptions {
   int64_t adapter_host_bytes = kDefaultAdapterHostBytes;   // loaded adapters kept in host memory
   int64_t max_logits_rows = 256;  // scored prompt rows computed per step at most (bounds the logits buffer);
                                   // decode rows are not counted
+  // Where load() gets its model runner (not a YAML key: for embedders and
+  // tests that run a runner of their own); null = load_model_runner.
+  std::function<Result<std::unique_ptr<ModelRunner>>(const ModelDir& model, const RunnerOptions& options)>
+      runner_factory;
 };
 
 struct GenerationRequest {
@@ -126,8 +131,15 @@ class Engine {
   bool cancel(int64_t id);
   // Cancels every live request.
   void cancel_all();
+  // Ends every live request now with FinishReason::kError and `error` (its
+  // code becomes the result's error_code): its KV blocks are freed and its
+  // sink (or take_finished) hears of it.
+  void fail_all(const Status& error);
   // Runs one scheduling step and forward pass. A step may do nothing while
   // every queued request waits for its adapter to load (see made_progress()).
+  // When the forward pass fails, every live request ends with an internal
+  // error carrying the runner's status, and that status is returned: no
+  // request is left queued behind a step that failed.
   Status step();
   bool made_progress() const { return last_step_progress_; }
   // Frees the slots and memory of removed adapters no request holds (step() does it too).
@@ -137,7 +149,10 @@ class Engine {
   bool has_unfinished() const { return scheduler_->has_work(); }
   // Results of the requests finished since the last call, in finishing order.
   std::vector<GenerationResult> take_finished();
-  // Submits all requests, steps until they finish, returns results in request order.
+  // Submits all requests, steps until they finish, returns results in request
+  // order. It returns only when every request it submitted has ended: after a
+  // failed step (see step()) or 120 s without progress it returns the error,
+  // its requests ended with it.
   Result<std::vector<GenerationResult>> generate(std::vector<GenerationRequest> requests);
 
   const ModelConfig& config() const { return runner_->config(); }
@@ -159,6 +174,8 @@ class Engine {
   GenerationResult make_result(const Sequence& seq) const;
   // Hands a finished sequence's result to its sink or the finished list, and forgets it.
   void retire(Sequence& seq);
+  // Ends a live sequence with `error` and retires it.
+  void fail(Sequence& seq, const Status& error);
 
   EngineOptions options_;
   std::shared_ptr<const ModelDir> model_;

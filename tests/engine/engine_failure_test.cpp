@@ -1,0 +1,70 @@
+// A failed step (the runner's forward pass errs) ends every request it
+// touches with an internal error carrying the runner's status, and never
+// leaves requests queued behind generate().
+#include <gtest/gtest.h>
+
+#include "engine/engine.h"
+#include "tests/engine/failing_runner.h"
+#include "tests/test_util.h"
+
+namespace loragate {
+namespace {
+
+using testing::RunnerFaults;
+
+class EngineFailureTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    LG_REQUIRE_SHARED("models/stories260K/model.safetensors");
+    faults_ = std::make_shared<RunnerFaults>();
+    EngineOptions o;
+    o.max_num_batched_tokens = 8;  // several steps per prompt
+    o.runner_factory = testing::failing_runner_factory(faults_);
+    auto e = Engine::load(testing::shared_dir() + "/models/stories260K", o);
+    ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+    engine_ = std::move(e).value();
+  }
+
+  GenerationRequest greedy(std::vector<int32_t> prompt, int32_t max_tokens) {
+    GenerationRequest r;
+    r.prompt_ids = std::move(prompt);
+    r.params.temperature = 0;
+    r.params.max_tokens = max_tokens;
+    return r;
+  }
+
+  std::shared_ptr<RunnerFaults> faults_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(EngineFailureTest, GenerateReturnsOnlyWhenEveryRequestItSubmittedHasEnded) {
+  faults_->forwards_before_failing = 2;
+  auto r = engine_->generate({greedy({1, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100}, 20), greedy({1, 5}, 20),
+                              greedy({1, 7, 9}, 20)});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("injected"), std::string::npos) << r.status().to_string();
+  EXPECT_FALSE(engine_->has_unfinished()) << "requests left queued would run on behind the caller";
+  EXPECT_EQ(engine_->stats().kv_blocks_used, 0);
+  EXPECT_TRUE(engine_->take_finished().empty());
+}
+
+TEST_F(EngineFailureTest, AFailedStepEndsEveryLiveRequestWithAnInternalErrorCarryingItsStatus) {
+  ASSERT_TRUE(engine_->add_request(greedy({1, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100}, 20)).is_ok());
+  ASSERT_TRUE(engine_->add_request(greedy({1, 5}, 20)).is_ok());
+  ASSERT_TRUE(engine_->step().is_ok());
+  faults_->forwards_before_failing = 0;
+  Status s = engine_->step();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_FALSE(engine_->has_unfinished());
+  EXPECT_EQ(engine_->stats().kv_blocks_used, 0);
+  std::vector<GenerationResult> done = engine_->take_finished();
+  ASSERT_EQ(done.size(), 2u);
+  for (const GenerationResult& r : done) {
+    EXPECT_EQ(r.finish_reason, FinishReason::kError);
+    EXPECT_EQ(r.error_code, StatusCode::kInternal);
+    EXPECT_NE(r.error.find("illegal memory access"), std::string::npos) << r.error;
+  }
+}
+
+}  // namespace
+}  // namespace loragate
