@@ -69,6 +69,11 @@ EngineStats EngineLoop::stats() const {
   return stats_;
 }
 
+Status EngineLoop::health() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return health_;
+}
+
 void EngineLoop::run() {
   std::vector<std::pair<int64_t, GenerationRequest>> arrivals;
   std::vector<int64_t> cancels;
@@ -125,9 +130,13 @@ void EngineLoop::run() {
         if (!turn.wait(&news_) || turn.serving() != serving_.load()) continue;
       }
       Status s = engine_->step();
-      if (!s.is_ok()) {  // never spin on a broken step: end every request, each sink hears of it
-        std::fprintf(stderr, "loragate: engine step failed, cancelling live requests: %s\n", s.to_string().c_str());
-        engine_->cancel_all();
+      if (!s.is_ok()) {  // step() ended its requests with the error, each sink heard of it
+        std::fprintf(stderr, "loragate: engine step failed, live requests ended with an error: %s\n",
+                     s.to_string().c_str());
+        const Status unhealthy = Status::internal("the engine step failed: " + s.to_string());
+        engine_->fail_all(unhealthy);  // never spin on a broken step (step() leaves none live)
+        std::lock_guard<std::mutex> lock(mu_);
+        if (health_.is_ok()) health_ = unhealthy;
       }
       stalled = !engine_->made_progress();
       if (gate_ != nullptr) {

@@ -7,6 +7,10 @@
 // RequestSink on the loop thread. All public methods are thread-safe.
 // Destruction stops the loop: requests still live are cancelled.
 //
+// A step that fails ends its requests with an internal error (Engine::step)
+// and makes the loop unhealthy for good: health() says why, for readiness
+// probes (a device error is usually sticky; the replica wants a restart).
+//
 // With a ComputeGate (shared with other loops on the same cores), every
 // engine step runs inside a turn of the gate, of the serving or the
 // candidate class as serving() says when the turn is requested. While its
@@ -49,6 +53,8 @@ class EngineLoop {
   void cancel(int64_t id);
   // A snapshot taken after the latest step.
   EngineStats stats() const;
+  // ok, or the first failed step's error (internal): the engine is unhealthy.
+  Status health() const;
   // The engine's immutable parts (config, tokenizer, options) for callers.
   const Engine& engine() const { return *engine_; }
   // Which class of the gate's turns this loop takes (read each time it queues
@@ -73,6 +79,7 @@ class EngineLoop {
   bool stopping_ = false;                                     // guarded by mu_
   int64_t next_id_ = 1;                                       // guarded by mu_
   EngineStats stats_;                                         // guarded by mu_
+  Status health_;                                             // guarded by mu_
   std::thread thread_;
 };
 

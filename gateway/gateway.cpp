@@ -52,8 +52,14 @@ void Gateway::add_builtin_routes() {
   router_.add(http::verb::get, "/ready", [this](const auto& ex) {
     if (runner_.stopping()) {
       ex->respond(json_response(http::status::service_unavailable, {{"status", "shutting_down"}}));
-    } else if (!api_.bases->serving()) {
+    } else if (const std::shared_ptr<ServingBase> base = api_.bases->serving(); !base) {
       ex->respond(json_response(http::status::service_unavailable, {{"status", "no_base_serving"}}));
+    } else if (const Status health = base->loop().health(); !health.is_ok()) {
+      ex->respond(json_response(http::status::service_unavailable,
+                                {{"status", "engine_unhealthy"},
+                                 {"base", base->name()},
+                                 {"error", "the engine of base '" + base->name() + "' is unhealthy: " +
+                                               health.message()}}));
     } else {
       ex->respond(json_response(http::status::ok, {{"status", "ready"}}));
     }

@@ -74,7 +74,10 @@ class Gateway {
   // Blocks until stop() has finished (or, after stop_on_signals, a signal came and it stopped).
   void wait();
 
-  bool ready() const { return server_ && server_->started() && !runner_.stopping() && api_.bases->serving(); }
+  bool ready() const {
+    const std::shared_ptr<ServingBase> base = api_.bases->serving();
+    return server_ && server_->started() && !runner_.stopping() && base && base->loop().health().is_ok();
+  }
   const ApiContext& api() const { return api_; }
   size_t in_flight() const { return runner_.in_flight(); }
 

@@ -1,9 +1,13 @@
 // A failed step (the runner's forward pass errs) ends every request it
-// touches with an internal error carrying the runner's status, and never
-// leaves requests queued behind generate().
+// touches with an internal error carrying the runner's status, never leaves
+// requests queued behind generate(), and makes an EngineLoop unhealthy.
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <mutex>
+
 #include "engine/engine.h"
+#include "engine/engine_loop.h"
 #include "tests/engine/failing_runner.h"
 #include "tests/test_util.h"
 
@@ -63,6 +67,47 @@ TEST_F(EngineFailureTest, AFailedStepEndsEveryLiveRequestWithAnInternalErrorCarr
     EXPECT_EQ(r.finish_reason, FinishReason::kError);
     EXPECT_EQ(r.error_code, StatusCode::kInternal);
     EXPECT_NE(r.error.find("illegal memory access"), std::string::npos) << r.error;
+  }
+}
+
+class WaitingSink : public RequestSink {
+ public:
+  void on_token(int64_t, int32_t, std::string_view) override {}
+  void on_finish(const GenerationResult& result) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    result_ = result;
+    done_ = true;
+    cv_.notify_all();
+  }
+  GenerationResult wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return done_; });
+    return result_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  GenerationResult result_;
+};
+
+TEST_F(EngineFailureTest, ALoopWhoseStepFailedEndsRequestsWithTheErrorAndTurnsUnhealthy) {
+  faults_->forwards_before_failing = 0;  // sticky: every step fails
+  EngineLoop loop(std::move(engine_));
+  EXPECT_TRUE(loop.health().is_ok());
+  for (int i = 0; i < 2; ++i) {  // the first request meets the failure, the second a loop already unhealthy
+    WaitingSink sink;
+    GenerationRequest r = greedy({1, 10, 20}, 8);
+    r.sink = &sink;
+    ASSERT_TRUE(loop.submit(std::move(r)).is_ok());
+    const GenerationResult result = sink.wait();
+    EXPECT_EQ(result.finish_reason, FinishReason::kError) << "not a cancel (a shutdown): an engine error";
+    EXPECT_EQ(result.error_code, StatusCode::kInternal);
+    EXPECT_NE(result.error.find("illegal memory access"), std::string::npos) << result.error;
+    const Status health = loop.health();
+    EXPECT_EQ(health.code(), StatusCode::kInternal);
+    EXPECT_NE(health.message().find("illegal memory access"), std::string::npos) << health.to_string();
   }
 }
 
