@@ -253,7 +253,12 @@ Status Engine::step() {
   if (Status s = runner_->forward(batch_, adapters_ ? &adapters_->slots() : nullptr, logits_.data()); !s.is_ok()) {
     // What the runner left in the KV blocks is unknown, and a device error may
     // be sticky: end every request with the step's error rather than retry.
-    fail_all(Status::internal("the engine step failed: " + s.to_string()));
+    const Status failed = Status::internal("the engine step failed: " + s.to_string());
+    {
+      std::lock_guard<std::mutex> lock(health_mu_);
+      if (health_.is_ok()) health_ = failed;
+    }
+    fail_all(failed);
     return s;
   }
 
@@ -288,6 +293,11 @@ Status Engine::step() {
   }
   ++counters_.steps;
   return Status::ok();
+}
+
+Status Engine::health() const {
+  std::lock_guard<std::mutex> lock(health_mu_);
+  return health_;
 }
 
 GenerationResult Engine::make_result(const Sequence& seq) const {

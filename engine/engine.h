@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -137,10 +138,15 @@ class Engine {
   void fail_all(const Status& error);
   // Runs one scheduling step and forward pass. A step may do nothing while
   // every queued request waits for its adapter to load (see made_progress()).
-  // When the forward pass fails, every live request ends with an internal
-  // error carrying the runner's status, and that status is returned: no
-  // request is left queued behind a step that failed.
+  // When the forward pass fails, the engine turns unhealthy (health()), then
+  // every live request ends with an internal error carrying the runner's
+  // status, and that status is returned: no request is left queued behind a
+  // step that failed.
   Status step();
+  // ok, or the first failed step's error (internal): the engine is unhealthy
+  // for good (device errors are often sticky; the replica wants a restart).
+  // Thread-safe; set before the failed step's requests hear of it.
+  Status health() const;
   bool made_progress() const { return last_step_progress_; }
   // Frees the slots and memory of removed adapters no request holds (step() does it too).
   void collect_removed_adapters() {
@@ -193,6 +199,8 @@ class Engine {
   std::vector<float> logits_;  // grows to the largest step's rows and is reused
   EngineStats counters_;
   bool last_step_progress_ = false;
+  mutable std::mutex health_mu_;
+  Status health_;  // guarded by health_mu_
 };
 
 }  // namespace loragate

@@ -69,10 +69,7 @@ EngineStats EngineLoop::stats() const {
   return stats_;
 }
 
-Status EngineLoop::health() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return health_;
-}
+Status EngineLoop::health() const { return engine_->health(); }
 
 void EngineLoop::run() {
   std::vector<std::pair<int64_t, GenerationRequest>> arrivals;
@@ -133,10 +130,7 @@ void EngineLoop::run() {
       if (!s.is_ok()) {  // step() ended its requests with the error, each sink heard of it
         std::fprintf(stderr, "loragate: engine step failed, live requests ended with an error: %s\n",
                      s.to_string().c_str());
-        const Status unhealthy = Status::internal("the engine step failed: " + s.to_string());
-        engine_->fail_all(unhealthy);  // never spin on a broken step (step() leaves none live)
-        std::lock_guard<std::mutex> lock(mu_);
-        if (health_.is_ok()) health_ = unhealthy;
+        engine_->fail_all(engine_->health());  // never spin on a broken step (step() leaves none live)
       }
       stalled = !engine_->made_progress();
       if (gate_ != nullptr) {

@@ -53,7 +53,7 @@ class EngineLoop {
   void cancel(int64_t id);
   // A snapshot taken after the latest step.
   EngineStats stats() const;
-  // ok, or the first failed step's error (internal): the engine is unhealthy.
+  // ok, or the first failed step's error (internal): the engine is unhealthy (Engine::health).
   Status health() const;
   // The engine's immutable parts (config, tokenizer, options) for callers.
   const Engine& engine() const { return *engine_; }
@@ -79,7 +79,6 @@ class EngineLoop {
   bool stopping_ = false;                                     // guarded by mu_
   int64_t next_id_ = 1;                                       // guarded by mu_
   EngineStats stats_;                                         // guarded by mu_
-  Status health_;                                             // guarded by mu_
   std::thread thread_;
 };
 

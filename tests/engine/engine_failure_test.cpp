@@ -56,9 +56,11 @@ TEST_F(EngineFailureTest, AFailedStepEndsEveryLiveRequestWithAnInternalErrorCarr
   ASSERT_TRUE(engine_->add_request(greedy({1, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100}, 20)).is_ok());
   ASSERT_TRUE(engine_->add_request(greedy({1, 5}, 20)).is_ok());
   ASSERT_TRUE(engine_->step().is_ok());
+  EXPECT_TRUE(engine_->health().is_ok());
   faults_->forwards_before_failing = 0;
   Status s = engine_->step();
   ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(engine_->health().code(), StatusCode::kInternal) << "the engine records that it is unhealthy";
   EXPECT_FALSE(engine_->has_unfinished());
   EXPECT_EQ(engine_->stats().kv_blocks_used, 0);
   std::vector<GenerationResult> done = engine_->take_finished();
@@ -105,7 +107,7 @@ TEST_F(EngineFailureTest, ALoopWhoseStepFailedEndsRequestsWithTheErrorAndTurnsUn
     EXPECT_EQ(result.finish_reason, FinishReason::kError) << "not a cancel (a shutdown): an engine error";
     EXPECT_EQ(result.error_code, StatusCode::kInternal);
     EXPECT_NE(result.error.find("illegal memory access"), std::string::npos) << result.error;
-    const Status health = loop.health();
+    const Status health = loop.health();  // recorded before the sink heard of the failure
     EXPECT_EQ(health.code(), StatusCode::kInternal);
     EXPECT_NE(health.message().find("illegal memory access"), std::string::npos) << health.to_string();
   }
