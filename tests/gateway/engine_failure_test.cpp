@@ -9,19 +9,19 @@
 #include "gateway/gateway.h"
 #include "tests/engine/failing_runner.h"
 #include "tests/gateway/http_test_client.h"
+#include "tests/gateway/synth_fixtures.h"
 #include "tests/test_util.h"
 
 namespace loragate::testing {
 namespace {
 
 TEST(GatewayEngineFailureTest, AFailedStepAnswers500AndReadyTurns503NamingTheBase) {
-  LG_REQUIRE_SHARED("models/stories260K/model.safetensors");
   auto faults = std::make_shared<RunnerFaults>();
   faults->forwards_before_failing = 0;  // a sticky device error
   BaseSetOptions o;
   o.engine.runner_factory = failing_runner_factory(faults);
   BaseSet bases(o, /*registry=*/nullptr);
-  Status served = bases.start_serving({"broken", shared_dir() + "/models/stories260K", WeightType::kF32}, "test");
+  Status served = bases.start_serving({"broken", gateway_fixture_dir() + "/models/stories260K", WeightType::kF32}, "test");
   ASSERT_TRUE(served.is_ok()) << served.to_string();
   InMemoryModelResolver resolver;
   GatewayOptions g;
