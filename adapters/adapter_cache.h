@@ -37,17 +37,13 @@
 #include <thread>
 #include <vector>
 
+#include "adapters/adapter_catalog.h"
 #include "adapters/lora_adapter.h"
 #include "adapters/lora_slots.h"
 #include "common/status.h"
 #include "model/model_config.h"
 
 namespace loragate {
-
-// The defaults, defined once: EngineOptions (engine.max_loras and friends) takes them from here.
-inline constexpr int32_t kDefaultMaxLoras = 4;                // adapter slots usable in one step
-inline constexpr int32_t kDefaultMaxLoraRank = 16;            // largest adapter rank accepted (slot size)
-inline constexpr int64_t kDefaultAdapterHostBytes = 2ll << 30;  // loaded adapters kept in host memory
 
 struct AdapterCacheOptions {
   int32_t max_loras = kDefaultMaxLoras;                  // slots usable in one step
@@ -56,35 +52,7 @@ struct AdapterCacheOptions {
   std::chrono::milliseconds retry_after_failure{1000};  // a failed load is tried again no sooner
 };
 
-struct AdapterCacheStats {
-  int64_t slot_hits = 0;      // acquire found the adapter in a slot
-  int64_t host_hits = 0;      // acquire copied it into a slot from host memory
-  int64_t misses = 0;         // acquire had to start a load from disk
-  int64_t loads = 0;          // loads completed
-  int64_t load_failures = 0;
-  int64_t host_evictions = 0;
-  int64_t slot_evictions = 0;
-  double load_ms_total = 0;   // time spent loading from disk
-  int64_t host_bytes = 0;
-  int32_t slots_used = 0;     // slots holding an adapter
-  int32_t slots_pinned = 0;   // slots in use by running sequences
-};
-
-enum class AdapterTier { kDisk, kLoading, kHost, kSlot, kFailed };
-const char* adapter_tier_name(AdapterTier t);  // "disk", "loading", "host", "slot", "failed"
-
-struct AdapterInfo {
-  std::string name, path;
-  AdapterTier tier = AdapterTier::kDisk;
-  int64_t rank = 0;          // largest rank; 0 until loaded
-  double alpha = 0;          // lora_alpha; 0 until loaded
-  std::vector<std::string> target_modules;  // e.g. {"q_proj", "v_proj"}; empty until loaded
-  size_t bytes = 0;          // 0 until loaded
-  std::string sha256;        // of adapter_model.safetensors: as registered, else as first loaded; "" until then
-  std::string error;         // why the last load failed (with paths: for operators only)
-};
-
-class AdapterCache {
+class AdapterCache final : public AdapterCatalog {
  public:
   // `slots`: the store its runner made, of options.max_loras slots of
   // options.max_rank; null makes host LoraSlots (tests, the CPU default).
@@ -93,31 +61,20 @@ class AdapterCache {
   AdapterCache(const AdapterCache&) = delete;
   AdapterCache& operator=(const AdapterCache&) = delete;
 
-  // Registers `name` for the adapter in `path` (not loaded yet); its files
-  // are confined to the directory `path` resolves to now. Every load must
-  // find adapter_model.safetensors with the SHA-256 `sha256` (hex), or, when
-  // that is "", the one the first successful load found: weights changed on
-  // disk since are refused (corrupt), never served under the old name. Fails
-  // with already_exists when the name is taken.
-  Status add(const std::string& name, const std::string& path, const std::string& sha256 = "");
-  // Loads now, on the caller's thread, and keeps the result in the host tier:
-  // used to validate an adapter before accepting its registration.
-  Status load_now(const std::string& name);
-  // New requests for `name` are refused from now on (hold fails); requests
-  // already holding it still run. Its slot and memory are freed once the last
-  // hold is dropped (at the next collect_removed).
-  Status remove(const std::string& name);
+  // --- any thread (AdapterCatalog) -----------------------------------------
+  Status add(const std::string& name, const std::string& path, const std::string& sha256 = "") override;
+  Status load_now(const std::string& name) override;
+  // Its slot and memory are freed once the last hold is dropped (at the next collect_removed).
+  Status remove(const std::string& name) override;
+  bool contains(const std::string& name) const override;
+  std::vector<AdapterInfo> list() const override;
+  AdapterCacheStats stats() const override;
+  std::vector<std::string> running() const override;
+  std::vector<std::string> waiting() const override;
   // An accepted request holds its adapter until it ends, so removal waits for
   // it. Fails when `name` is not registered or is being removed.
   Status hold(const std::string& name);
   void unhold(const std::string& name);
-  bool contains(const std::string& name) const;
-  std::vector<AdapterInfo> list() const;
-  AdapterCacheStats stats() const;
-  // Adapters whose slot a running sequence pins, and adapters held by
-  // accepted requests that have no pinned slot yet (queued), by name.
-  std::vector<std::string> running() const;
-  std::vector<std::string> waiting() const;
   const AdapterCacheOptions& options() const { return options_; }
 
   // --- step thread ---------------------------------------------------------

@@ -332,7 +332,7 @@ std::vector<BaseStatus> BaseSet::list() const {
     s.state = e.state;
     s.error = e.error;
     if (e.base) {
-      const MemoryEstimate m = measure_engine_memory(e.base->engine());
+      const MemoryEstimate m = e.base->loop().memory();
       s.sha256 = e.base->sha256();
       s.fingerprint = e.base->fingerprint();
       s.weights_bytes = m.weights_bytes;

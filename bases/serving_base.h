@@ -17,9 +17,7 @@
 #include "chat/chat_template.h"
 #include "common/weight_type.h"
 #include "common/status.h"
-#include "engine/compute_gate.h"
-#include "engine/engine_loop.h"
-#include "engine/memory_estimate.h"
+#include "engine/api.h"
 
 namespace loragate {
 
@@ -49,10 +47,10 @@ class ServingBase {
   std::string fingerprint() const { return spec_.name + "-" + sha256_.substr(0, 8); }
 
   EngineLoop& loop() const { return *loop_; }
-  const Engine& engine() const { return loop_->engine(); }
-  const Tokenizer* tokenizer() const { return loop_->engine().tokenizer(); }
-  AdapterCache* adapters() const { return loop_->engine().adapters(); }
-  const ChatTemplate& chat_template() const { return chat_template_; }
+  const Tokenizer* tokenizer() const { return loop_->model().tokenizer(); }
+  AdapterCatalog* adapters() const { return loop_->adapters(); }
+  const ChatTemplate& chat_template() const { return loop_->model().chat_template(); }
+  int64_t max_model_len() const { return loop_->max_model_len(); }
   // Weights, KV pool and LoRA slots as allocated, plus adapters held in host memory.
   int64_t memory_bytes() const;
 
@@ -62,14 +60,12 @@ class ServingBase {
   int64_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
 
  private:
-  ServingBase(BaseSpec spec, std::string sha256, std::unique_ptr<EngineLoop> loop, ChatTemplate chat_template)
-      : spec_(std::move(spec)), sha256_(std::move(sha256)), loop_(std::move(loop)),
-        chat_template_(std::move(chat_template)) {}
+  ServingBase(BaseSpec spec, std::string sha256, std::unique_ptr<EngineLoop> loop)
+      : spec_(std::move(spec)), sha256_(std::move(sha256)), loop_(std::move(loop)) {}
 
   const BaseSpec spec_;
   const std::string sha256_;
   const std::unique_ptr<EngineLoop> loop_;
-  const ChatTemplate chat_template_;
   std::atomic<int64_t> in_flight_{0};
 };
 

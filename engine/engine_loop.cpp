@@ -4,7 +4,16 @@
 
 #include <cstdio>
 
+#include "engine/engine.h"
+
 namespace loragate {
+
+Result<std::unique_ptr<EngineLoop>> EngineLoop::start(std::shared_ptr<const ModelDir> model,
+                                                      const EngineOptions& options, std::shared_ptr<ComputeGate> gate,
+                                                      bool serving) {
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::load(std::move(model), options));
+  return std::make_unique<EngineLoop>(std::move(engine), std::move(gate), serving);
+}
 
 EngineLoop::EngineLoop(std::unique_ptr<Engine> engine, std::shared_ptr<ComputeGate> gate, bool serving)
     : engine_(std::move(engine)), gate_(std::move(gate)), serving_(serving) {
@@ -70,6 +79,12 @@ EngineStats EngineLoop::stats() const {
 }
 
 Status EngineLoop::health() const { return engine_->health(); }
+
+const ModelDir& EngineLoop::model() const { return engine_->model(); }
+const EngineOptions& EngineLoop::options() const { return engine_->options(); }
+int64_t EngineLoop::max_model_len() const { return engine_->max_model_len(); }
+AdapterCatalog* EngineLoop::adapters() const { return engine_->adapters(); }
+MemoryEstimate EngineLoop::memory() const { return measure_engine_memory(*engine_); }
 
 void EngineLoop::run() {
   std::vector<std::pair<int64_t, GenerationRequest>> arrivals;

@@ -29,10 +29,15 @@
 #include <thread>
 #include <vector>
 
+#include "adapters/adapter_catalog.h"
 #include "engine/compute_gate.h"
-#include "engine/engine.h"
+#include "engine/engine_types.h"
+#include "engine/memory_estimate.h"
+#include "model/model_dir.h"
 
 namespace loragate {
+
+class Engine;  // engine/engine.h: the engine's own side, not shown above it
 
 class EngineLoop {
  public:
@@ -40,6 +45,10 @@ class EngineLoop {
   static constexpr std::chrono::milliseconds kStalledPoll{1};
   // How often an idle loop frees the slots and memory of removed adapters.
   static constexpr std::chrono::milliseconds kIdleHousekeeping{100};
+  // Loads `model` into an engine (Engine::load) and starts its loop.
+  static Result<std::unique_ptr<EngineLoop>> start(std::shared_ptr<const ModelDir> model,
+                                                   const EngineOptions& options,
+                                                   std::shared_ptr<ComputeGate> gate = nullptr, bool serving = true);
   // `gate` null: steps run whenever there is work (one loop owns the cores).
   explicit EngineLoop(std::unique_ptr<Engine> engine, std::shared_ptr<ComputeGate> gate = nullptr,
                       bool serving = true);
@@ -55,7 +64,15 @@ class EngineLoop {
   EngineStats stats() const;
   // ok, or the first failed step's error (internal): the engine is unhealthy (Engine::health).
   Status health() const;
-  // The engine's immutable parts (config, tokenizer, options) for callers.
+  // The engine's immutable parts, for every caller.
+  const ModelDir& model() const;  // config, tokenizer (may be null), chat template, sha256
+  const EngineOptions& options() const;
+  int64_t max_model_len() const;  // prompt + output tokens a request may have
+  // The engine's adapters; null when options().max_loras is 0.
+  AdapterCatalog* adapters() const;
+  // Weights, KV pool and LoRA slots as allocated (measure_engine_memory).
+  MemoryEstimate memory() const;
+  // The engine itself, for the engine's own tests and tools (engine/engine.h).
   const Engine& engine() const { return *engine_; }
   // Which class of the gate's turns this loop takes (read each time it queues
   // for a turn; a turn already queued in the other class is requeued).

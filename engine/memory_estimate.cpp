@@ -4,6 +4,7 @@
 #include <string>
 
 #include "adapters/lora_module.h"
+#include "engine/engine.h"
 #include "engine/kv_cache.h"
 #include "model/checkpoint.h"
 #include "kernels/cpu/matmul.h"

@@ -17,10 +17,12 @@
 #include <cstdint>
 
 #include "common/status.h"
-#include "engine/engine.h"
+#include "engine/engine_types.h"
 #include "model/model_config.h"
 
 namespace loragate {
+
+class Engine;
 
 struct MemoryEstimate {
   int64_t weights_bytes = 0;    // LlamaWeights::bytes(): packed matrices, embedding, norms, biases

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine_types.h"
 #include "engine/block_manager.h"
 #include "engine/request_sink.h"
 #include "engine/sampler.h"
@@ -17,9 +18,6 @@
 #include "tokenizer/tokenizer.h"
 
 namespace loragate {
-
-enum class FinishReason { kNone, kLength, kStop, kCancelled, kError };
-const char* finish_reason_name(FinishReason r);  // "length", "stop", "cancelled", "error"
 
 using Clock = std::chrono::steady_clock;
 

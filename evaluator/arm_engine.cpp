@@ -6,32 +6,8 @@
 #include <map>
 #include <mutex>
 
-#include "common/sha256.h"
-
 namespace loragate::eval {
 namespace {
-
-class OfflineArm final : public ArmEngine {
- public:
-  OfflineArm(std::string name, std::string sha256, std::unique_ptr<Engine> engine, ChatTemplate tmpl)
-      : name_(std::move(name)), sha256_(std::move(sha256)), engine_(std::move(engine)), tmpl_(std::move(tmpl)) {}
-
-  Result<std::vector<GenerationResult>> run(std::vector<GenerationRequest> requests) override {
-    return engine_->generate(std::move(requests));
-  }
-  Status add_adapter(const std::string& name, const std::string& path) override {
-    return engine_->adapters()->add(name, path);
-  }
-  const Tokenizer& tokenizer() const override { return *engine_->tokenizer(); }
-  const ChatTemplate& chat_template() const override { return tmpl_; }
-  const std::string& name() const override { return name_; }
-  const std::string& sha256() const override { return sha256_; }
-
- private:
-  std::string name_, sha256_;
-  std::unique_ptr<Engine> engine_;
-  ChatTemplate tmpl_;
-};
 
 // Collects the results of requests submitted to an EngineLoop.
 class BatchSink final : public RequestSink {
@@ -80,58 +56,87 @@ class BatchSink final : public RequestSink {
   int64_t pending_ = 0;  // accepted minus finished (briefly negative when a finish beats its expect)
 };
 
-class ServingBaseArm final : public ArmEngine {
+// Runs an arm's requests on an EngineLoop: its own (offline, every request
+// of a batch at once) or a loaded base's (in a server, one at a time, so an
+// evaluation holds at most one sequence of the base's batch and live traffic
+// on the same loop barely notices it).
+class LoopArm final : public ArmEngine {
  public:
-  ServingBaseArm(std::shared_ptr<ServingBase> base, const std::atomic<bool>* cancel)
-      : base_(std::move(base)), cancel_(cancel) {}
+  LoopArm(std::string name, std::string sha256, std::unique_ptr<EngineLoop> own)
+      : name_(std::move(name)), sha256_(std::move(sha256)), own_(std::move(own)), loop_(*own_) {}
+  LoopArm(std::shared_ptr<ServingBase> base, const std::atomic<bool>* cancel)
+      : name_(base->name()), sha256_(base->sha256()), base_(std::move(base)), loop_(base_->loop()), cancel_(cancel) {}
 
-  // One request at a time: an evaluation then holds at most one sequence of
-  // the base's batch, so live traffic on the same loop barely notices it.
   Result<std::vector<GenerationResult>> run(std::vector<GenerationRequest> requests) override {
+    if (base_ == nullptr) return run_together(std::move(requests));
     std::vector<GenerationResult> results;
     for (GenerationRequest& request : requests) {
-      if (cancelled()) return Status::cancelled("the evaluation was cancelled");
-      BatchSink sink(1);
-      request.sink = &sink;
-      LG_ASSIGN_OR_RETURN(int64_t id, base_->loop().submit(std::move(request)));
-      sink.expect(id, 0);
-      // The sink lives on this stack: wait() returns only after its on_finish, cancelled or not.
-      results.push_back(std::move(sink.wait(cancel_, [&] { base_->loop().cancel(id); }).front()));
+      LG_ASSIGN_OR_RETURN(std::vector<GenerationResult> one, run_together({std::move(request)}));
+      results.push_back(std::move(one.front()));
     }
     if (cancelled()) return Status::cancelled("the evaluation was cancelled");
     return results;
   }
   Status add_adapter(const std::string& name, const std::string& path) override {
-    if (base_->adapters()->contains(name)) return Status::ok();
-    return base_->adapters()->add(name, path);
+    if (loop_.adapters()->contains(name)) return Status::ok();
+    return loop_.adapters()->add(name, path);
   }
-  const Tokenizer& tokenizer() const override { return *base_->tokenizer(); }
-  const ChatTemplate& chat_template() const override { return base_->chat_template(); }
-  const std::string& name() const override { return base_->name(); }
-  const std::string& sha256() const override { return base_->sha256(); }
+  const Tokenizer& tokenizer() const override { return *loop_.model().tokenizer(); }
+  const ChatTemplate& chat_template() const override { return loop_.model().chat_template(); }
+  const std::string& name() const override { return name_; }
+  const std::string& sha256() const override { return sha256_; }
 
  private:
   bool cancelled() const { return cancel_ != nullptr && cancel_->load(); }
 
-  std::shared_ptr<ServingBase> base_;
-  const std::atomic<bool>* const cancel_;
+  // Submits every request, then waits for all of them; results in request order.
+  Result<std::vector<GenerationResult>> run_together(std::vector<GenerationRequest> requests) {
+    if (cancelled()) return Status::cancelled("the evaluation was cancelled");
+    BatchSink sink(requests.size());
+    std::vector<int64_t> ids;
+    Status submitted;
+    for (size_t i = 0; i < requests.size() && submitted.is_ok(); ++i) {
+      requests[i].sink = &sink;
+      Result<int64_t> id = loop_.submit(std::move(requests[i]));
+      if (!id.is_ok()) {
+        submitted = id.status();
+        break;
+      }
+      sink.expect(*id, i);
+      ids.push_back(*id);
+    }
+    if (!submitted.is_ok()) {  // end what was accepted before returning: the sink lives on this stack
+      for (int64_t id : ids) loop_.cancel(id);
+    }
+    // wait() returns only after every accepted request's on_finish, cancelled or not.
+    std::vector<GenerationResult> results = sink.wait(cancel_, [&] {
+      for (int64_t id : ids) loop_.cancel(id);
+    });
+    LG_RETURN_IF_ERROR(submitted);
+    return results;
+  }
+
+  std::string name_, sha256_;
+  std::unique_ptr<EngineLoop> own_;     // offline: the arm's own engine
+  std::shared_ptr<ServingBase> base_;   // in a server: the base it runs on
+  EngineLoop& loop_;
+  const std::atomic<bool>* const cancel_ = nullptr;
 };
 
 }  // namespace
 
 Result<std::unique_ptr<ArmEngine>> load_offline_arm(const std::string& name, const std::string& model_dir,
                                                     const EngineOptions& options) {
+  if (options.max_loras <= 0) return Status::invalid_argument("the evaluator needs max_loras > 0");
   LG_ASSIGN_OR_RETURN(std::shared_ptr<const ModelDir> model, ModelDir::open(model_dir));
   if (model->tokenizer() == nullptr) return Status::invalid_argument("no tokenizer.json in " + model_dir);
   std::string sha = model->sha256();
-  ChatTemplate tmpl = model->chat_template();
-  LG_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::load(std::move(model), options));
-  if (engine->adapters() == nullptr) return Status::invalid_argument("the evaluator needs max_loras > 0");
-  return std::unique_ptr<ArmEngine>(new OfflineArm(name, std::move(sha), std::move(engine), std::move(tmpl)));
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<EngineLoop> loop, EngineLoop::start(std::move(model), options));
+  return std::unique_ptr<ArmEngine>(new LoopArm(name, std::move(sha), std::move(loop)));
 }
 
 std::unique_ptr<ArmEngine> serving_base_arm(std::shared_ptr<ServingBase> base, const std::atomic<bool>* cancel) {
-  return std::make_unique<ServingBaseArm>(std::move(base), cancel);
+  return std::make_unique<LoopArm>(std::move(base), cancel);
 }
 
 }  // namespace loragate::eval

@@ -1,5 +1,5 @@
-// ArmEngine: where one base's evaluation requests run — an Engine of its own
-// (offline `loragate eval run`) or the EngineLoop of a loaded ServingBase
+// ArmEngine: where one base's evaluation requests run — an EngineLoop of its
+// own (offline `loragate eval run`) or the one of a loaded ServingBase
 // (evaluations inside a running server, below live traffic's priority).
 // The runner only submits batches of requests and waits for them.
 //
@@ -14,7 +14,7 @@
 #include "bases/serving_base.h"
 #include "chat/chat_template.h"
 #include "common/status.h"
-#include "engine/engine.h"
+#include "engine/api.h"
 
 namespace loragate::eval {
 
@@ -31,7 +31,7 @@ class ArmEngine {
   virtual const std::string& sha256() const = 0;  // of its weights
 };
 
-// Loads `model_dir` into an Engine of its own (f32 weights, greedy-friendly defaults).
+// Loads `model_dir` into an engine of its own (f32 weights, greedy-friendly defaults).
 Result<std::unique_ptr<ArmEngine>> load_offline_arm(const std::string& name, const std::string& model_dir,
                                                     const EngineOptions& options);
 // Runs on a loaded base's loop, beside whatever else it serves. Once `cancel`

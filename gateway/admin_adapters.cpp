@@ -29,7 +29,7 @@ Result<AdapterRecord> AdminApi::register_adapter(const std::string& name, const 
   LG_ASSIGN_OR_RETURN(std::shared_ptr<ServingBase> target, base_named(base));
   LG_ASSIGN_OR_RETURN(std::string real, resolve_inside_roots(path, options_.adapter_roots, "adapter", "adapters.roots"));
   const std::string weights = real + "/adapter_model.safetensors";
-  AdapterCache& cache = *target->adapters();
+  AdapterCatalog& cache = *target->adapters();
   // In the cache, not yet routable: requests reach it only once the routes
   // are reloaded below, after the load validated it and the registry has it.
   LG_RETURN_IF_ERROR(cache.add(name, real).with_context("base '" + target->name() + "'"));

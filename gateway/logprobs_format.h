@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/engine.h"
+#include "engine/api.h"
 #include "tokenizer/tokenizer.h"
 
 namespace loragate {

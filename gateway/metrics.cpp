@@ -212,7 +212,7 @@ void Metrics::render_bases(std::string& out) const {
     for (const std::string& n : v) joined += (joined.empty() ? "" : ",") + n;
     return joined;
   };
-  const AdapterCache& cache = *serving->adapters();
+  const AdapterCatalog& cache = *serving->adapters();
   header(out, "vllm:lora_requests_info", "gauge", "Running and waiting LoRA adapters; the value is the sample time.");
   sample(out, "vllm:lora_requests_info",
          label("max_lora", std::to_string(cache.options().max_loras)) + "," +

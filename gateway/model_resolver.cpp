@@ -1,10 +1,10 @@
 #include "gateway/model_resolver.h"
 
-#include "adapters/adapter_cache.h"
+#include "adapters/adapter_catalog.h"
 
 namespace loragate {
 
-bool ModelResolver::serves_adapter(const std::string& adapter, const std::string&, const AdapterCache* cache) {
+bool ModelResolver::serves_adapter(const std::string& adapter, const std::string&, const AdapterCatalog* cache) {
   return cache != nullptr && cache->contains(adapter);
 }
 
@@ -27,7 +27,7 @@ Result<std::string> InMemoryModelResolver::resolve_scenario(const std::string& s
 
 std::optional<ApiError> resolve_model(const std::string& model, const std::string& scenario,
                                       const std::string& served_name, const std::string& base_name,
-                                      ModelResolver* resolver, const AdapterCache* adapters, ModelChoice* choice) {
+                                      ModelResolver* resolver, const AdapterCatalog* adapters, ModelChoice* choice) {
   choice->scenario = scenario;
   std::string from_model;
   const bool model_is_base = model.empty() || model == served_name || model == base_name;

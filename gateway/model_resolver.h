@@ -17,7 +17,7 @@
 
 namespace loragate {
 
-class AdapterCache;
+class AdapterCatalog;
 
 class ModelResolver {
  public:
@@ -28,7 +28,7 @@ class ModelResolver {
   virtual Result<std::string> resolve_scenario(const std::string& scenario, const std::string& base) = 0;
   // Whether a request may name `adapter` on base generation `base`, whose
   // adapter cache is `cache` (may be null). By default: `cache` has it.
-  virtual bool serves_adapter(const std::string& adapter, const std::string& base, const AdapterCache* cache);
+  virtual bool serves_adapter(const std::string& adapter, const std::string& base, const AdapterCatalog* cache);
 };
 
 // The same routes on every base generation.
@@ -59,6 +59,6 @@ struct ModelChoice {
 // `resolver` and `adapters` may be null.
 std::optional<ApiError> resolve_model(const std::string& model, const std::string& scenario,
                                       const std::string& served_name, const std::string& base_name,
-                                      ModelResolver* resolver, const AdapterCache* adapters, ModelChoice* choice);
+                                      ModelResolver* resolver, const AdapterCatalog* adapters, ModelChoice* choice);
 
 }  // namespace loragate

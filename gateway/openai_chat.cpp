@@ -174,7 +174,6 @@ ChatPrompt render_and_encode(const ServingBase& base, const json& messages, bool
 void submit_chat(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchange, const OpenAiRequest& req,
                  int32_t logprobs, std::vector<int32_t> prompt_ids) {
   const ServingBase& base = *req.base;
-  const Engine& engine = base.engine();
   GenerationCall call;
   call.base = req.base;
   call.request.prompt_ids = std::move(prompt_ids);
@@ -182,11 +181,11 @@ void submit_chat(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchang
   call.request.params.logprobs = logprobs;
   if (call.request.params.max_tokens < 0) {  // OpenAI's default: as much as the context leaves
     const int64_t prompt = static_cast<int64_t>(call.request.prompt_ids.size());
-    const int64_t room = engine.max_model_len() - prompt;
+    const int64_t room = base.max_model_len() - prompt;
     if (room <= 0) {  // else it would answer 200 with nothing generated
       return exchange->respond(bad_request("the rendered prompt is " + std::to_string(prompt) +
                                                " tokens: no room left to generate within the model length of " +
-                                               std::to_string(engine.max_model_len()),
+                                               std::to_string(base.max_model_len()),
                                            "messages")
                                    .to_response());
     }
@@ -199,7 +198,7 @@ void submit_chat(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchang
   call.format = std::make_shared<ChatFormat>(
       CompletionMeta{make_response_id("chatcmpl-", exchange->record().id), unix_now(), req.response_model,
                      base.fingerprint()},
-      engine.tokenizer());
+      base.tokenizer());
   ctx.runner->run(exchange, std::move(call));
 }
 

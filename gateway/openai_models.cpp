@@ -1,6 +1,6 @@
 #include "gateway/openai_models.h"
 
-#include "adapters/adapter_cache.h"
+#include "adapters/adapter_catalog.h"
 #include "gateway/listing_access.h"
 #include "gateway/openai_errors.h"
 
@@ -12,7 +12,7 @@ json models_list(const ApiContext& ctx, bool with_adapters) {
   json data = json::array();
   const std::shared_ptr<ServingBase> base = ctx.bases->serving();
   if (base == nullptr) return {{"object", "list"}, {"data", std::move(data)}};
-  const int64_t max_len = base->engine().max_model_len();
+  const int64_t max_len = base->max_model_len();
   data.push_back({{"id", ctx.served_model_name},
                   {"object", "model"},
                   {"created", ctx.started_unix},

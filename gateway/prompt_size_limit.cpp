@@ -27,7 +27,7 @@ int64_t PromptSizeLimit::max_prompt_bytes(const std::shared_ptr<ServingBase>& ba
     auto it = known_.find(base.get());
     if (it != known_.end() && !it->second.base.expired()) return it->second.max_bytes;
   }
-  const int64_t bytes = base->engine().max_model_len() * longest_piece_bytes(*tokenizer) * kNormaliserSlack;
+  const int64_t bytes = base->max_model_len() * longest_piece_bytes(*tokenizer) * kNormaliserSlack;
   std::lock_guard<std::mutex> lock(mu_);
   std::erase_if(known_, [](const auto& entry) { return entry.second.base.expired(); });
   known_[base.get()] = Known{base, bytes};
@@ -41,7 +41,7 @@ std::optional<ApiError> PromptSizeLimit::check(const std::shared_ptr<ServingBase
   return ApiError{http::status::bad_request,
                   what + " hold " + std::to_string(text_bytes) + " bytes of text, more than the " +
                       std::to_string(max_bytes) + " bytes that can fit in the model length of " +
-                      std::to_string(base->engine().max_model_len()) + " tokens of base '" + base->name() +
+                      std::to_string(base->max_model_len()) + " tokens of base '" + base->name() +
                       "': shorten the prompt",
                   param, "context_length_exceeded"};
 }

@@ -1,6 +1,6 @@
 #include "gateway/registry_resolver.h"
 
-#include "adapters/adapter_cache.h"
+#include "adapters/adapter_catalog.h"
 
 namespace loragate {
 
@@ -25,7 +25,7 @@ Result<std::string> RegistryModelResolver::resolve_scenario(const std::string& s
 }
 
 bool RegistryModelResolver::serves_adapter(const std::string& adapter, const std::string& base,
-                                           const AdapterCache* cache) {
+                                           const AdapterCatalog* cache) {
   return routes()->adapters.count({base, adapter}) > 0 && cache != nullptr && cache->contains(adapter);
 }
 

@@ -38,7 +38,7 @@ class RegistryModelResolver final : public ModelResolver {
 
   Result<std::string> resolve_scenario(const std::string& scenario, const std::string& base) override;
   // Registered, ready on `base` in the registry, and present in its cache.
-  bool serves_adapter(const std::string& adapter, const std::string& base, const AdapterCache* cache) override;
+  bool serves_adapter(const std::string& adapter, const std::string& base, const AdapterCatalog* cache) override;
 
   // Reads every route again from the registry and replaces the ones in
   // memory; when the registry fails, the routes in memory stay as they were.

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/sampling_params.h"
+#include "engine/api.h"
 #include "gateway/openai_errors.h"
 
 namespace loragate {

@@ -32,7 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bases/base_set.h"
-#include "engine/engine.h"
+#include "engine/api.h"
 #include "gateway/latency_histogram.h"
 #include "gateway/model_resolver.h"
 

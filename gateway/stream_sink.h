@@ -16,8 +16,7 @@
 #include <string>
 
 #include "bases/serving_base.h"
-#include "engine/engine.h"
-#include "engine/request_sink.h"
+#include "engine/api.h"
 #include "gateway/http_exchange.h"
 #include "gateway/response_format.h"
 
