@@ -215,7 +215,7 @@ void Metrics::render_bases(std::string& out) const {
   const AdapterCatalog& cache = *serving->adapters();
   header(out, "vllm:lora_requests_info", "gauge", "Running and waiting LoRA adapters; the value is the sample time.");
   sample(out, "vllm:lora_requests_info",
-         label("max_lora", std::to_string(cache.options().max_loras)) + "," +
+         label("max_lora", std::to_string(serving->loop().options().max_loras)) + "," +
              label("running_lora_adapters", names(cache.running())) + "," +
              label("waiting_lora_adapters", names(cache.waiting())),
          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
