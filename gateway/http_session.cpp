@@ -14,7 +14,6 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/core/string.hpp>
-#include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
@@ -68,7 +67,10 @@ class HttpSession::SessionExchange final : public Exchange {
 };
 
 HttpSession::HttpSession(tcp::socket socket, std::shared_ptr<const SessionContext> context)
-    : stream_(std::move(socket)), ctx_(std::move(context)), reset_poll_(stream_.get_executor()) {}
+    : stream_(std::move(socket)),
+      ctx_(std::move(context)),
+      reset_poll_(stream_.get_executor()),
+      writer_(stream_, ctx_->options.write_timeout, ctx_->options.max_stream_buffer_bytes) {}
 
 HttpSession::~HttpSession() {
   if (tracker_key_ != 0) ctx_->tracker->remove(tracker_key_);
@@ -279,94 +281,48 @@ void HttpSession::start_stream(uint64_t seq, http::status status, std::string_vi
   if (!live(seq)) return;
   answered_ = true;
   const unsigned version = current_->request().version();
-  stream_chunked_ = version >= 11;  // HTTP/1.0 has no chunks: the body ends when the connection does
-  stream_keep_alive_ = stream_chunked_ && keep_alive_after();
-  end_requested_ = end_written_ = false;
-  pending_.clear();
-  stream_head_.emplace(status, version);
-  stream_head_->set(http::field::content_type, content_type);
-  stream_head_->set(http::field::cache_control, "no-cache");
-  stream_head_->set(http::field::server, "loragate");
-  stream_head_->set("X-Request-Id", std::to_string(current_->record().id));
-  if (!current_->record().base.empty()) stream_head_->set("X-Base", current_->record().base);
-  stream_head_->keep_alive(stream_keep_alive_);
-  if (stream_chunked_) stream_head_->chunked(true);
+  const bool chunked = version >= 11;  // HTTP/1.0 has no chunks: the body ends when the connection does
+  StreamWriter::Head head(status, version);
+  head.set(http::field::content_type, content_type);
+  head.set(http::field::cache_control, "no-cache");
+  head.set(http::field::server, "loragate");
+  head.set("X-Request-Id", std::to_string(current_->record().id));
+  if (!current_->record().base.empty()) head.set("X-Base", current_->record().base);
+  head.keep_alive(chunked && keep_alive_after());
+  if (chunked) head.chunked(true);
   current_->record().status = static_cast<int>(status);
   current_->record().streamed = true;
-  stream_sr_.emplace(*stream_head_);
-  write_in_flight_ = true;
-  stream_.expires_after(ctx_->options.write_timeout);
-  http::async_write_header(stream_, *stream_sr_,
-                           beast::bind_front_handler(&HttpSession::on_stream_written, shared_from_this()));
+  writer_.start(std::move(head), stream_written());
 }
 
 void HttpSession::send_chunk(uint64_t seq, std::string data) {
-  if (seq != seq_ || !stream_head_ || gone_ || end_requested_ || data.empty()) return;
-  if (pending_.size() + data.size() > ctx_->options.max_stream_buffer_bytes) {
-    // The client reads slower than the engine writes: holding every event
-    // would grow without bound, so it is cut off like a client that left.
+  if (seq != seq_ || !writer_.accepts_pieces() || gone_ || data.empty()) return;
+  if (!writer_.send(std::move(data), stream_written())) {
+    // The client reads slower than the engine writes: it is cut off like a client that left.
     current_->record().stream_overflow = true;
-    std::string().swap(pending_);  // no write uses it: free it now
     return connection_lost();
   }
-  pending_ += data;
-  flush_stream();
 }
 
 void HttpSession::end_stream(uint64_t seq) {
-  if (seq != seq_ || !stream_head_ || gone_ || end_requested_) return;
-  end_requested_ = true;
-  flush_stream();
+  if (seq != seq_ || !writer_.accepts_pieces() || gone_) return;
+  writer_.end(stream_written());
 }
 
-void HttpSession::flush_stream() {
-  if (write_in_flight_ || gone_) return;
-  auto next = beast::bind_front_handler(&HttpSession::on_stream_written, shared_from_this());
-  if (!pending_.empty()) {
-    writing_.swap(pending_);
-    pending_.clear();
-    write_in_flight_ = true;
-    stream_.expires_after(ctx_->options.write_timeout);
-    if (stream_chunked_) {
-      net::async_write(stream_, http::make_chunk(net::buffer(writing_)), std::move(next));
-    } else {
-      net::async_write(stream_, net::buffer(writing_), std::move(next));
-    }
-    return;
-  }
-  if (end_requested_ && !end_written_) {
-    end_written_ = true;
-    write_in_flight_ = true;
-    stream_.expires_after(ctx_->options.write_timeout);
-    if (stream_chunked_) {
-      net::async_write(stream_, http::make_chunk_last(), std::move(next));
-    } else {
-      net::post(stream_.get_executor(), [next = std::move(next)]() mutable { next(beast::error_code{}, 0); });
-    }
-  }
+StreamWriter::OnWritten HttpSession::stream_written() {
+  return beast::bind_front_handler(&HttpSession::on_stream_written, shared_from_this());
 }
 
 void HttpSession::on_stream_written(beast::error_code ec, size_t) {
-  write_in_flight_ = false;
-  stream_.expires_never();
-  if (ec || gone_) {  // gone_: the exchange ended while this write was on its way
-    release_stream();
-    return connection_lost();
+  // gone_: the exchange ended while this write was on its way.
+  switch (writer_.on_written(!ec && !gone_, stream_written())) {
+    case StreamWriter::State::kFailed:
+      return connection_lost();
+    case StreamWriter::State::kFinished:
+      return after_answer(writer_.keep_alive());
+    default:
+      return;  // more to write, or waiting for the handler
   }
-  if (end_written_) {
-    release_stream();
-    return after_answer(stream_keep_alive_);
-  }
-  flush_stream();
-}
-
-// Only once no write is in flight: an async write reads the head through the
-// serializer and the chunk from writing_ until its handler runs.
-void HttpSession::release_stream() {
-  stream_sr_.reset();
-  stream_head_.reset();
-  std::string().swap(writing_);
-  std::string().swap(pending_);
 }
 
 // --- client going away -------------------------------------------------------
@@ -407,7 +363,7 @@ void HttpSession::look_at_peer() {
   if (state_ != State::kHandling || gone_ || !current_) return;
   // The last write is on its way: the client may well have read it all and
   // closed. That write's own completion decides how the exchange ended.
-  if (response_ || end_written_) return;
+  if (response_ || writer_.state() == StreamWriter::State::kFinished) return;
   // Readiness can be stale: peek to tell a close from nothing. 0 = a FIN;
   // EAGAIN = nothing after all; bytes = a pipelined request.
   char byte;
@@ -458,7 +414,7 @@ void HttpSession::connection_lost() {
   if (state_ != State::kHandling || gone_) return do_close();
   gone_ = true;
   closing_ = true;
-  if (current_ && !(end_written_ && stream_head_)) current_->record().status = 499;  // nginx: client closed request
+  if (current_ && !writer_.end_on_its_way()) current_->record().status = 499;  // nginx: client closed request
   std::vector<std::function<void()>> callbacks;
   callbacks.swap(gone_callbacks_);
   for (auto& fn : callbacks) fn();
@@ -473,7 +429,7 @@ void HttpSession::finish_exchange() {
   if (ctx_->on_request_done) ctx_->on_request_done(record);
   current_.reset();
   gone_callbacks_.clear();
-  if (!write_in_flight_) release_stream();  // else on_stream_written does, once the write let go
+  writer_.abandon();  // frees the stream's buffers once no write holds them
 }
 
 }  // namespace loragate

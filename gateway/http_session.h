@@ -18,7 +18,8 @@
 // answers with a reset, polled for in the TCP state. Either way the
 // connection closes after the answer.
 //
-// A stream whose client reads slower than the engine writes queues at most
+// Streamed answers go through a StreamWriter (stream_writer.h). A stream whose
+// client reads slower than the engine writes queues at most
 // max_stream_buffer_bytes; past that the client is treated as gone (its
 // request cancelled, the connection closed, record().stream_overflow set).
 //
@@ -36,18 +37,18 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/serializer.hpp>
 
 #include "gateway/http_exchange.h"
 #include "gateway/openai_errors.h"
 #include "gateway/server_options.h"
+#include "gateway/stream_writer.h"
 
 namespace loragate {
 
@@ -99,9 +100,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void start_stream(uint64_t seq, http::status status, std::string_view content_type);
   void send_chunk(uint64_t seq, std::string data);
   void end_stream(uint64_t seq);
-  void flush_stream();
+  StreamWriter::OnWritten stream_written();
   void on_stream_written(boost::beast::error_code ec, size_t n);
-  void release_stream();
   void on_client_gone(uint64_t seq, std::function<void()> fn);
   bool live(uint64_t seq) const { return seq == seq_ && state_ == State::kHandling && !answered_ && !gone_; }
 
@@ -139,15 +139,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   // Whole responses.
   std::shared_ptr<HttpResponse> response_;
   // Streams.
-  std::optional<http::response<http::empty_body>> stream_head_;
-  std::optional<http::response_serializer<http::empty_body>> stream_sr_;
-  bool stream_chunked_ = true;
-  bool stream_keep_alive_ = false;
-  bool write_in_flight_ = false;
-  bool end_requested_ = false;
-  bool end_written_ = false;
-  std::string pending_;          // chunks queued while a write is in flight
-  std::string writing_;          // the chunk being written
+  StreamWriter writer_;
   std::shared_ptr<HttpResponse> error_response_;
   char linger_buf_[4096];
 };
