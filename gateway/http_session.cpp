@@ -1,11 +1,6 @@
 #include "gateway/http_session.h"
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <exception>
 
@@ -33,7 +28,6 @@ namespace {
 
 constexpr size_t kReadChunk = 4096;
 constexpr std::chrono::milliseconds kMaxLinger{2000};  // how long an error close drains unread input
-constexpr std::chrono::milliseconds kResetPoll{10};    // after a 100 Continue probe: how often to look for a reset
 
 std::atomic<uint64_t> g_next_request_id{1};
 
@@ -69,7 +63,7 @@ class HttpSession::SessionExchange final : public Exchange {
 HttpSession::HttpSession(tcp::socket socket, std::shared_ptr<const SessionContext> context)
     : stream_(std::move(socket)),
       ctx_(std::move(context)),
-      reset_poll_(stream_.get_executor()),
+      watch_(make_socket_peer_watch(stream_.socket())),
       writer_(stream_, ctx_->options.write_timeout, ctx_->options.max_stream_buffer_bytes) {}
 
 HttpSession::~HttpSession() {
@@ -182,7 +176,8 @@ void HttpSession::on_read(beast::error_code ec, size_t) {
   gone_ = false;
   gone_callbacks_.clear();
   current_ = std::make_shared<SessionExchange>(shared_from_this(), ++seq_, std::move(request), std::move(record));
-  start_watch();
+  std::shared_ptr<PeerWatch::Host> host(shared_from_this(), this);  // aliased: Host is a private base
+  watch_->watch(std::move(host), seq_, current_->request().version());
   std::shared_ptr<Exchange> exchange = current_;
   try {
     ctx_->router->dispatch(exchange);
@@ -235,7 +230,7 @@ void HttpSession::on_linger(beast::error_code ec, size_t) {
 
 void HttpSession::do_close() {
   state_ = State::kClosed;
-  reset_poll_.cancel();
+  watch_->cancel();
   beast::error_code ignored;
   stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
   stream_.close();
@@ -336,78 +331,14 @@ void HttpSession::on_client_gone(uint64_t seq, std::function<void()> fn) {
   if (state_ == State::kHandling && current_) gone_callbacks_.push_back(std::move(fn));
 }
 
-// Watches the socket while a handler works: readable with nothing to read
-// means the client closed its end (or only its sending side). Bytes to read
-// (a pipelined request) end the watch; the next write failing still notices
-// a close. Readiness is edge-triggered (epoll): an edge that came before the
-// wait was queued is lost, so every newly queued wait is followed by a look.
-void HttpSession::start_watch() {
-  arm_watch();
-  net::post(stream_.get_executor(), beast::bind_front_handler(&HttpSession::look_at_peer, shared_from_this()));
-}
-
-void HttpSession::arm_watch() {
-  if (watch_armed_) return;  // one wait at a time: each newly armed one brings one look
-  watch_armed_ = true;
-  stream_.socket().async_wait(tcp::socket::wait_read,
-                              beast::bind_front_handler(&HttpSession::on_watch, shared_from_this()));
-  net::post(stream_.get_executor(), beast::bind_front_handler(&HttpSession::look_at_peer, shared_from_this()));
-}
-
-void HttpSession::on_watch(beast::error_code ec) {
-  watch_armed_ = false;
-  if (!ec) look_at_peer();
-}
-
-void HttpSession::look_at_peer() {
-  if (state_ != State::kHandling || gone_ || !current_) return;
-  // The last write is on its way: the client may well have read it all and
-  // closed. That write's own completion decides how the exchange ended.
-  if (response_ || writer_.state() == StreamWriter::State::kFinished) return;
-  // Readiness can be stale: peek to tell a close from nothing. 0 = a FIN;
-  // EAGAIN = nothing after all; bytes = a pipelined request.
-  char byte;
-  const ssize_t n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n > 0) return;
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return arm_watch();
-  if (n == 0) return on_peer_shut_send();
-  connection_lost();  // reset, or another error
-}
-
-// A FIN: the client closed, or only shut its sending side and waits for the
-// answer. Data sent to a closed socket brings back a reset; a client that
-// still reads takes it. A stream's own writes do that; before any answer an
-// HTTP/1.1 client gets an interim 100 Continue (RFC 9110 §15.2: a client
-// must parse 1xx it did not expect), and the connection's TCP state is then
-// polled for that reset (at EOF the socket is readable for good: a wait
-// would not block, and recv reports the EOF before any reset). HTTP/1.0 has
-// no interim responses: that client is simply answered.
-void HttpSession::on_peer_shut_send() {
-  if (peer_shut_send_) return;
-  peer_shut_send_ = true;
-  closing_ = true;  // nothing more can be read: close after this answer
-  if (answered_ || current_->request().version() < 11) return;
-  // No answer started, so nothing is being written: this cannot interleave
-  // with an async write, and fits an empty send buffer at once.
-  static constexpr std::string_view kProbe = "HTTP/1.1 100 Continue\r\n\r\n";
-  const ssize_t sent =
-      ::send(stream_.socket().native_handle(), kProbe.data(), kProbe.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-  if (sent != static_cast<ssize_t>(kProbe.size())) return connection_lost();
-  poll_for_reset(seq_);
-}
-
-void HttpSession::poll_for_reset(uint64_t seq) {
-  reset_poll_.expires_after(kResetPoll);
-  reset_poll_.async_wait([self = shared_from_this(), seq](beast::error_code ec) {
-    if (ec || seq != self->seq_ || self->state_ != State::kHandling || self->gone_ || self->answered_) return;
-    tcp_info info{};
-    socklen_t len = sizeof info;
-    const int fd = self->stream_.socket().native_handle();
-    if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0 || info.tcpi_state == TCP_CLOSE) {
-      return self->connection_lost();
-    }
-    self->poll_for_reset(seq);
-  });
+// The last write is on its way: the client may well have read it all and
+// closed. That write's own completion decides how the exchange ended.
+// Note: the writer stays kFinished after a stream until the next stream
+// starts, so a later exchange on this connection that answers whole is not
+// watched. Kept as it was when the watch moved to its own file.
+bool HttpSession::wants_watch() const {
+  if (state_ != State::kHandling || gone_ || !current_) return false;
+  return !response_ && writer_.state() != StreamWriter::State::kFinished;
 }
 
 void HttpSession::connection_lost() {

@@ -7,15 +7,10 @@
 // do_x/on_x pairs. Timeouts: read_timeout for a request's header once its
 // first byte arrived (and for the first request of a connection), again for
 // its body (after a "100 Continue" when asked for), idle_timeout between
-// keep-alive requests, write_timeout per write. While a handler works the
-// socket is watched for a close by the client, which ends the exchange and
-// runs its on_client_gone callbacks (they cancel the engine request).
-//
-// A FIN alone does not tell a client that left from one that only shut its
-// sending side and still reads (shutdown(SHUT_WR)): the exchange goes on, and
-// an HTTP/1.1 client not yet answered is sent an interim "100 Continue"
-// (which every HTTP/1.1 client must accept) so that a client that is gone
-// answers with a reset, polled for in the TCP state. Either way the
+// keep-alive requests, write_timeout per write. While a handler works a
+// PeerWatch (peer_watch.h) looks out for the client going away, which ends
+// the exchange and runs its on_client_gone callbacks (they cancel the engine
+// request). A client that only shut its sending side is still answered; the
 // connection closes after the answer.
 //
 // Streamed answers go through a StreamWriter (stream_writer.h). A stream whose
@@ -40,13 +35,13 @@
 #include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/parser.hpp>
 
 #include "gateway/http_exchange.h"
 #include "gateway/openai_errors.h"
+#include "gateway/peer_watch.h"
 #include "gateway/server_options.h"
 #include "gateway/stream_writer.h"
 
@@ -64,10 +59,10 @@ struct SessionContext {
   std::function<void(const RequestRecord&)> on_request_done;  // log + observer; called on the strand
 };
 
-class HttpSession : public std::enable_shared_from_this<HttpSession> {
+class HttpSession : public std::enable_shared_from_this<HttpSession>, private PeerWatch::Host {
  public:
   HttpSession(boost::asio::ip::tcp::socket socket, std::shared_ptr<const SessionContext> context);
-  ~HttpSession();
+  ~HttpSession() override;
   HttpSession(const HttpSession&) = delete;
   HttpSession& operator=(const HttpSession&) = delete;
 
@@ -105,12 +100,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void on_client_gone(uint64_t seq, std::function<void()> fn);
   bool live(uint64_t seq) const { return seq == seq_ && state_ == State::kHandling && !answered_ && !gone_; }
 
-  void start_watch();
-  void arm_watch();
-  void on_watch(boost::beast::error_code ec);
-  void look_at_peer();
-  void on_peer_shut_send();
-  void poll_for_reset(uint64_t seq);
+  // PeerWatch::Host: what the watch asks and tells.
+  bool wants_watch() const override;
+  bool awaits_answer(uint64_t seq) const override { return live(seq); }
+  void peer_done_sending() override { closing_ = true; }  // nothing more can be read: close after this answer
+  void peer_gone() override { connection_lost(); }
+
   void connection_lost();
   void finish_exchange();
   bool keep_alive_after() const;
@@ -131,9 +126,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool request_keep_alive_ = false;
   bool answered_ = false;        // respond() or start_stream() was called
   bool gone_ = false;            // the client went away (or a write failed)
-  bool peer_shut_send_ = false;  // a FIN came: nothing more to read; answer, then close
-  bool watch_armed_ = false;     // an async_wait for readability is queued
-  boost::asio::steady_timer reset_poll_;  // after a probe: looks for the reset of a client that is gone
+  std::unique_ptr<PeerWatch> watch_;
   std::vector<std::function<void()>> gone_callbacks_;
 
   // Whole responses.
