@@ -311,11 +311,11 @@ StreamWriter::OnWritten HttpSession::stream_written() {
 void HttpSession::on_stream_written(beast::error_code ec, size_t) {
   // gone_: the exchange ended while this write was on its way.
   switch (writer_.on_written(!ec && !gone_, stream_written())) {
-    case StreamWriter::State::kFailed:
+    case StreamWriter::Written::kFailed:
       return connection_lost();
-    case StreamWriter::State::kFinished:
+    case StreamWriter::Written::kFinished:
       return after_answer(writer_.keep_alive());
-    default:
+    case StreamWriter::Written::kGoingOn:
       return;  // more to write, or waiting for the handler
   }
 }

@@ -68,18 +68,20 @@ void StreamWriter::flush(OnWritten done) {
   }
 }
 
-StreamWriter::State StreamWriter::on_written(bool ok, OnWritten next) {
+StreamWriter::Written StreamWriter::on_written(bool ok, OnWritten next) {
   write_in_flight_ = false;
   stream_.expires_never();
   if (!ok) {
     state_ = State::kFailed;
     release();
-  } else if (state_ == State::kFinished) {
-    release();
-  } else {
-    flush(std::move(next));
+    return Written::kFailed;
   }
-  return state_;
+  if (state_ == State::kFinished) {  // the completed write was the end
+    release();
+    return Written::kFinished;
+  }
+  flush(std::move(next));  // may start writing the end: its own completion reports it
+  return Written::kGoingOn;
 }
 
 void StreamWriter::abandon() {

@@ -36,6 +36,12 @@ class StreamWriter {
     kFinished,   // the end is written or on its way; stays so until the next start()
     kFailed,     // a write failed, the queue overflowed, or the exchange ended first
   };
+  // What a completed write meant for the stream.
+  enum class Written {
+    kGoingOn,   // more is written or awaited
+    kFinished,  // the end was written: the stream is over, its buffers freed
+    kFailed,    // the write failed or the exchange ended: over, buffers freed
+  };
   using Head = boost::beast::http::response<boost::beast::http::empty_body>;
   // Completion of one write the writer started.
   using OnWritten = std::function<void(boost::beast::error_code, std::size_t)>;
@@ -64,9 +70,8 @@ class StreamWriter {
   // Asks for the end once the queued pieces are out. → kEnding.
   void end(OnWritten done);
   // A write completed; `ok` false when it failed or the exchange ended while
-  // it was on its way. Writes what is queued next and returns the state:
-  // kFinished or kFailed mean the stream is over and its buffers freed.
-  State on_written(bool ok, OnWritten next);
+  // it was on its way. Unless that ends the stream, writes what is queued next.
+  Written on_written(bool ok, OnWritten next);
   // The exchange is over: frees the buffers unless a write is in flight (its
   // on_written() does then). A stream not finished is failed.
   void abandon();
