@@ -18,6 +18,7 @@
 #include "common/weight_type.h"
 #include "evaluator/arm_engine.h"
 #include "evaluator/evaluation_jobs.h"
+#include "evaluator/run_history.h"
 #include "evaluator/gates.h"
 #include "evaluator/report.h"
 #include "evaluator/runner.h"
@@ -203,7 +204,7 @@ Result<eval::Verdict> show_eval(const std::string& db, int64_t id, const std::st
     LG_ASSIGN_OR_RETURN(eval::RunResult r, eval::run_from_json(stored));
     recorded = std::move(r);
   }
-  const std::vector<eval::GateResult> again = eval::evaluate_gates(gates, run, recorded ? &*recorded : nullptr);
+  const std::vector<eval::GateResult> again = eval::evaluate_gates(gates, run, {recorded ? &*recorded : nullptr});
   const eval::Verdict verdict = eval::overall_verdict(again);
   if (verdict != run.verdict) {
     return Status::internal("run " + std::to_string(id) + " was stored as " + eval::verdict_name(run.verdict) +

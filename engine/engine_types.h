@@ -46,6 +46,11 @@ struct EngineOptions {
       runner_factory;
 };
 
+// The scheduling class of a request. Background requests (in-server
+// evaluations) run only in what live traffic leaves of a step: live decodes
+// and prefills are planned first, background chunks fill the rest.
+enum class RequestPriority { kLive, kBackground };
+
 struct GenerationRequest {
   std::vector<int32_t> prompt_ids;
   SamplingParams params;
@@ -58,6 +63,7 @@ struct GenerationRequest {
   // Index of the first prompt token scored; token i is scored with the
   // logits at position i - 1, so 1 <= score_from < prompt size.
   int64_t score_from = 1;
+  RequestPriority priority = RequestPriority::kLive;
 };
 
 struct GenerationResult {

@@ -7,6 +7,7 @@ const char* verdict_name(Verdict v) {
     case Verdict::kPass: return "pass";
     case Verdict::kFail: return "fail";
     case Verdict::kInconclusive: return "inconclusive";
+    case Verdict::kSkipped: return "skipped";
   }
   return "inconclusive";
 }

@@ -52,6 +52,9 @@ struct ScenarioSpec {
 struct Suite {
   std::string path;          // the suite file
   std::string text;          // its YAML as read (stored with every run)
+  // sha256 of the suite's content: its YAML and the bytes of every file it
+  // names, so an edited eval file is another suite. "" = sha256 of `text`.
+  std::string content_sha256;
   std::vector<ScenarioSpec> scenarios;
   std::string generic_path;  // "" = no base-quality set
   std::vector<GenericItem> generic;
@@ -71,6 +74,15 @@ struct ItemResult {
   int64_t n_ref_tokens = 0;
   double ttft_ms = 0;
   double tpot_ms = 0;             // mean time per output token after the first
+  // Why the generation did not run to its end ("" = it did): an engine error
+  // or a cancellation. Gates on generated text and latency are inconclusive then.
+  std::string unfinished;
+  // Why the reference was not scored in full ("" = it was): an error, a
+  // cancellation, or a reference cut by the context length. NLL gates are
+  // inconclusive then, never 0.
+  std::string unscored;
+  int64_t reference_bytes = 0;    // UTF-8 bytes of the reference text (bits-per-byte across tokenizers)
+  int32_t order = 0;              // this arm's place (0 = first) among the item's arms, which alternate per item
 };
 
 // The aggregates of one arm on one scenario, with the names of expected_metrics.json.
@@ -108,12 +120,15 @@ struct GenericResult {
   std::string arm;                // "online" or "candidate"
   std::vector<double> row_nll_sum;
   std::vector<int64_t> row_tokens;
+  std::vector<int64_t> row_bytes;  // UTF-8 bytes of each row's scored text (bits-per-byte across tokenizers)
   double nll_mean = 0;
   double perplexity = 0;
 };
 
-enum class Verdict { kPass, kFail, kInconclusive };
-const char* verdict_name(Verdict v);  // "pass", "fail", "inconclusive"
+// kSkipped: a configured gate that could not be judged (no data); it is
+// listed with why, and makes the run inconclusive unless marked optional.
+enum class Verdict { kPass, kFail, kInconclusive, kSkipped };
+const char* verdict_name(Verdict v);  // "pass", "fail", "inconclusive", "skipped"
 
 // One gate on one scenario (or "generic"): an estimate of candidate against a
 // reference (online, recorded, or an absolute bound) with its confidence interval.
@@ -127,6 +142,10 @@ struct GateResult {
   double low = 0, high = 0;       // confidence interval of the estimate
   double margin = 0;              // the bound the gate allows
   std::string why;                // one line a person reads
+  std::string method;             // how the interval was made: "wilson", "newcombe", "paired_bootstrap", ...
+  std::string unit;               // what the estimate is in, where it matters: "nats/token", "nats/byte", "ms"
+  int64_t n = 0;                  // items (or rows) the gate judged
+  bool optional = false;          // the gates file marks it optional: skipped, it does not make the run inconclusive
 };
 
 struct RunResult {
@@ -140,6 +159,16 @@ struct RunResult {
   std::vector<GenericResult> generic;  // online, candidate
   std::vector<GateResult> gates;
   Verdict verdict = Verdict::kInconclusive;
+  // The recorded reference the run was judged against: a stored run's
+  // measurement of today's online base on the same suite content (0 = none).
+  int64_t recorded_run_id = 0;
+  std::string recorded_arm;       // the arm of that run: "online" or "candidate"
+  // The two bases tokenise differently (sha256 of their tokenizer.json
+  // differ): NLL gates compare nats per byte, not per token.
+  std::string online_tokenizer_sha256, candidate_tokenizer_sha256;
+  // The arms' latencies were measured under different scheduling (inside a
+  // server, beside live traffic): latency gates are skipped as biased.
+  bool latency_biased = false;
 };
 
 }  // namespace loragate::eval

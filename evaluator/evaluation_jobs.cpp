@@ -2,7 +2,8 @@
 
 #include <chrono>
 
-#include "evaluator/report.h"
+#include "evaluator/promotion_check.h"
+#include "evaluator/run_history.h"
 #include "evaluator/runner.h"
 #include "evaluator/suite.h"
 #include "common/sha256.h"
@@ -18,72 +19,10 @@ int64_t unix_seconds() {
       .count();
 }
 
-Result<RunResult> parse_stored(const EvaluationRecord& r) {
-  const json report = json::parse(r.report, nullptr, /*allow_exceptions=*/false);
-  if (report.is_discarded()) return Status::corrupt("evaluation run " + std::to_string(r.id) + ": report is not JSON");
-  LG_ASSIGN_OR_RETURN(RunResult run, run_from_json(report));
-  run.id = r.id;
-  return run;
-}
-
-// The adapter the registry routes `scenario` to on `base`, with its directory and sha256.
-Result<AdapterRecord> routed_adapter(Registry& registry, const std::string& scenario, const std::string& base) {
-  LG_ASSIGN_OR_RETURN(std::string name, registry.resolve_scenario(scenario, base));
-  return registry.get_adapter(name, base);
-}
-
 }  // namespace
 
-std::string adapters_json(const RunResult& run) {
-  json j = json::object();
-  for (const ScenarioResult& s : run.scenarios) {
-    for (const auto& [arm, a] : s.arms) {
-      if (!a.adapter_sha256.empty()) j[arm + "/" + s.name] = a.adapter_sha256;
-    }
-  }
-  return j.dump();
-}
-
-Result<std::optional<RunResult>> recorded_run(EvaluationStore& store, const std::string& online_sha256) {
-  LG_ASSIGN_OR_RETURN(std::optional<EvaluationRecord> r, store.latest_pass(online_sha256, ""));
-  if (!r) {
-    LG_ASSIGN_OR_RETURN(r, store.latest_pass("", online_sha256));
-  }
-  if (!r) return std::optional<RunResult>();
-  LG_ASSIGN_OR_RETURN(RunResult run, parse_stored(*r));
-  return std::optional<RunResult>(std::move(run));
-}
-
-Result<RunResult> judge_and_store(RunResult run, const GateConfig& gates, EvaluationStore& store,
-                                  const nlohmann::json& live) {
-  // Every rule spelled out: the stored run is judged the same whatever later defaults say.
-  run.gates_text = gates.to_yaml();
-  run.gates_sha256 = sha256_hex(run.gates_text);
-  LG_ASSIGN_OR_RETURN(std::optional<RunResult> recorded, recorded_run(store, run.online_sha256));
-  run.gates = evaluate_gates(gates, run, recorded ? &*recorded : nullptr);
-  run.verdict = overall_verdict(run.gates);
-
-  EvaluationRecord record;
-  record.started_at = run.started_at;
-  record.finished_at = unix_seconds();
-  record.online_base = run.online_base;
-  record.online_sha256 = run.online_sha256;
-  record.candidate_base = run.candidate_base;
-  record.candidate_sha256 = run.candidate_sha256;
-  record.adapters = adapters_json(run);
-  record.suite_sha256 = run.suite_sha256;
-  record.gates_sha256 = run.gates_sha256;
-  record.verdict = verdict_name(run.verdict);
-  json report = report_json(run);
-  if (recorded) report["recorded_run_id"] = recorded->id;  // what `eval show` judges it against again
-  if (!live.is_null() && !live.empty()) report["live"] = live;  // shadow traffic: reported, not gated
-  record.report = report.dump(-1, ' ', false, json::error_handler_t::replace);
-  LG_ASSIGN_OR_RETURN(run.id, store.add(record));
-  return run;
-}
-
-EvaluationJobs::EvaluationJobs(BaseSet* bases, Registry* registry, EvaluationStore* store)
-    : bases_(bases), registry_(registry), store_(store) {}
+EvaluationJobs::EvaluationJobs(BaseSet* bases, Registry* registry, EvaluationStore* store, EvaluationOptions options)
+    : bases_(bases), registry_(registry), store_(store), options_(std::move(options)) {}
 
 EvaluationJobs::~EvaluationJobs() {
   cancel_all();
@@ -207,7 +146,7 @@ void EvaluationJobs::store_cancelled(const Pending& job, int64_t started_at) {
   record.candidate_base = job.candidate->name();
   record.candidate_sha256 = job.candidate->sha256();
   record.adapters = "{}";
-  record.suite_sha256 = sha256_hex(job.suite.text);
+  record.suite_sha256 = suite_sha256(job.suite);
   record.gates_sha256 = sha256_hex(job.gates.to_yaml());
   record.verdict = "cancelled";
   record.report = json{{"cancelled", true},
@@ -242,34 +181,7 @@ std::vector<JobStatus> EvaluationJobs::list() const {
 }
 
 Status EvaluationJobs::check_promotion(const ServingBase& serving, const ServingBase& candidate) const {
-  const std::string who = "base '" + candidate.name() + "' (" + candidate.sha256().substr(0, 8) +
-                          ") against the serving base '" + serving.name() + "' (" + serving.sha256().substr(0, 8) + ")";
-  LG_ASSIGN_OR_RETURN(std::optional<EvaluationRecord> pass, store_->latest_pass(candidate.sha256(), serving.sha256()));
-  if (!pass) {
-    return Status::failed_precondition("no passing evaluation of " + who +
-                                       ": run one (POST /admin/evaluations, or loragate eval run --url) or "
-                                       "promote with force");
-  }
-  LG_ASSIGN_OR_RETURN(RunResult run, parse_stored(*pass));
-  std::vector<std::string> changed;
-  for (const ScenarioResult& s : run.scenarios) {
-    for (auto [arm, base] : {std::pair<const char*, const ServingBase*>{"online", &serving}, {"candidate", &candidate}}) {
-      auto it = s.arms.find(arm);
-      if (it == s.arms.end()) continue;
-      Result<AdapterRecord> now = routed_adapter(*registry_, s.name, base->name());
-      if (!now.is_ok() || now->sha256 != it->second.adapter_sha256) {
-        changed.push_back("scenario '" + s.name + "' on '" + base->name() + "'");
-      }
-    }
-  }
-  if (!changed.empty()) {
-    std::string list;
-    for (const std::string& c : changed) list += (list.empty() ? "" : ", ") + c;
-    return Status::failed_precondition("evaluation run " + std::to_string(run.id) + " of " + who +
-                                       " passed, but the adapters of " + list +
-                                       " changed since; evaluate again or promote with force");
-  }
-  return Status::ok();
+  return eval::check_promotion(*registry_, *store_, options_.required, serving, candidate);
 }
 
 }  // namespace loragate::eval

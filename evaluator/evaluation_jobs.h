@@ -30,10 +30,18 @@
 
 #include "bases/base_set.h"
 #include "evaluator/gates.h"
+#include "evaluator/promotion_check.h"
 #include "registry/evaluation_store.h"
 #include "registry/registry.h"
 
 namespace loragate::eval {
+
+// How a server runs evaluations (the YAML's `evaluation:` section).
+struct EvaluationOptions {
+  std::vector<std::string> roots;  // every file a suite names must lie inside one ("" = none checked)
+  PromotionRequirements required;  // what a run must have used to authorise promote
+  int32_t max_running = 1;         // evaluations running at once; later ones queue
+};
 
 struct JobStatus {
   int64_t id = 0;
@@ -48,7 +56,7 @@ struct JobStatus {
 class EvaluationJobs {
  public:
   // None owned; all outlive the jobs.
-  EvaluationJobs(BaseSet* bases, Registry* registry, EvaluationStore* store);
+  EvaluationJobs(BaseSet* bases, Registry* registry, EvaluationStore* store, EvaluationOptions options = {});
   ~EvaluationJobs();  // cancel_all(), then joins the worker
   EvaluationJobs(const EvaluationJobs&) = delete;
   EvaluationJobs& operator=(const EvaluationJobs&) = delete;
@@ -86,6 +94,7 @@ class EvaluationJobs {
   BaseSet* bases_;
   Registry* registry_;
   EvaluationStore* store_;
+  const EvaluationOptions options_;
   std::function<nlohmann::json(const std::string&)> live_source_;
   mutable std::mutex mu_;
   std::map<int64_t, JobStatus> jobs_;  // guarded by mu_
@@ -96,16 +105,5 @@ class EvaluationJobs {
   std::atomic<bool> cancel_running_{false};  // read by the running job's arms between and during requests
   std::thread worker_;                 // started by the first start()
 };
-
-// {"<arm>/<scenario>": sha256} of the adapters a run used (stored with it).
-std::string adapters_json(const RunResult& run);
-// The recorded arm of the next evaluation of a base with this sha256: the
-// latest passing run that judged it (as a candidate, else as online).
-Result<std::optional<RunResult>> recorded_run(EvaluationStore& store, const std::string& online_sha256);
-// Judges `run` (gates, recorded arm from `store`) and stores it; returns it
-// with its id. `live` (shadow traffic's figures, may be null) goes into the
-// stored report as its "live" arm.
-Result<RunResult> judge_and_store(RunResult run, const GateConfig& gates, EvaluationStore& store,
-                                  const nlohmann::json& live = nullptr);
 
 }  // namespace loragate::eval

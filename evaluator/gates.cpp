@@ -283,8 +283,9 @@ Verdict judge_at_most(const Interval& interval, double bound) {
   return Verdict::kInconclusive;
 }
 
-std::vector<GateResult> evaluate_gates(const GateConfig& config, const RunResult& run, const RunResult* recorded,
-                                       std::vector<std::string>* skipped) {
+std::vector<GateResult> evaluate_gates(const GateConfig& config, const RunResult& run,
+                                       const RecordedReference& reference, std::vector<std::string>* skipped) {
+  const RunResult* recorded = reference.run;
   using namespace gates_detail;
   Judge judge(config.bootstrap, skipped);
   size_t base_quality_gates = 0;
@@ -292,8 +293,8 @@ std::vector<GateResult> evaluate_gates(const GateConfig& config, const RunResult
   const bool want_recorded = section_has_rules(config.recorded);
   if (want_recorded && recorded == nullptr) judge.skip("recorded", "no recorded run given");
   const std::string recorded_name = recorded != nullptr && recorded->id > 0
-                                        ? "recorded online (run " + std::to_string(recorded->id) + ")"
-                                        : "recorded online";
+                                        ? "recorded " + reference.arm + " (run " + std::to_string(recorded->id) + ")"
+                                        : "recorded " + reference.arm;
 
   for (const ScenarioResult& s : run.scenarios) {
     const ArmResult* online = find_arm(s, "online");
@@ -312,12 +313,12 @@ std::vector<GateResult> evaluate_gates(const GateConfig& config, const RunResult
     if (want_recorded && recorded != nullptr) {
       const ArmResult* previous = nullptr;
       for (const ScenarioResult& r : recorded->scenarios) {
-        if (r.name == s.name) previous = find_arm(r, "online");
+        if (r.name == s.name) previous = find_arm(r, reference.arm);
       }
       if (candidate == nullptr) {
         judge.skip(s.name + " recorded", "no candidate arm");
       } else if (previous == nullptr) {
-        judge.skip(s.name + " recorded", "the recorded run has no online arm for this scenario");
+        judge.skip(s.name + " recorded", "the recorded run has no " + reference.arm + " arm for this scenario");
       } else {
         judge_scenario_section(judge, config.recorded, s.name, *candidate, *previous, "", "recorded", "",
                                recorded_name);

@@ -137,13 +137,23 @@ struct GateConfig {
 Verdict judge_at_least(const Interval& interval, double bound);
 Verdict judge_at_most(const Interval& interval, double bound);
 
+// The recorded reference of a run: a stored run's measurement of today's
+// online base on the same suite content, and which of its arms that is
+// ("online", or "candidate" when today's online base was that run's
+// candidate). `run` null = none.
+struct RecordedReference {
+  const RunResult* run = nullptr;
+  std::string arm = "online";
+};
+
 // Every configured gate on `run` (scenarios in run order: adapter, recorded,
-// no_adapter, latency gates; then generic), against `recorded`'s online arms
-// when it is not null. Items are paired by id (by position when both arms
-// list the same ids). Skipped gates are left out; a line per skipped metric
+// no_adapter, latency gates; then generic), against `recorded`'s arm when it
+// has a run. Items are paired by id (by position when both arms list the
+// same ids). Skipped gates are left out; a line per skipped metric
 // or section ("mia ttft_p99: no latencies measured (0 on every item)",
 // "recorded: no recorded run given") goes to `skipped` when it is not null.
-std::vector<GateResult> evaluate_gates(const GateConfig& config, const RunResult& run, const RunResult* recorded,
+std::vector<GateResult> evaluate_gates(const GateConfig& config, const RunResult& run,
+                                       const RecordedReference& recorded,
                                        std::vector<std::string>* skipped = nullptr);
 
 // The worst verdict: fail > inconclusive > pass. No gates at all is

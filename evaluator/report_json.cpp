@@ -96,7 +96,7 @@ json gate_json(const GateResult& g) {
 }
 
 bool parse_verdict(const std::string& s, Verdict* out) {
-  for (Verdict v : {Verdict::kPass, Verdict::kFail, Verdict::kInconclusive}) {
+  for (Verdict v : {Verdict::kPass, Verdict::kFail, Verdict::kInconclusive, Verdict::kSkipped}) {
     if (s == verdict_name(v)) {
       *out = v;
       return true;

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "evaluator/metrics.h"
+#include "evaluator/suite.h"
 #include "common/sha256.h"
 
 namespace loragate::eval {
@@ -129,7 +130,7 @@ Result<RunResult> run_suite(const Suite& suite, ArmEngine& online, ArmEngine& ca
   run.candidate_sha256 = candidate.sha256();
   run.suite_path = suite.path;
   run.suite_text = suite.text;
-  run.suite_sha256 = sha256_hex(suite.text);
+  run.suite_sha256 = suite_sha256(suite);
   run.seed = options.seed;
 
   // Offline: the scenario's folder in each adapters directory, under the scenario's name.

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/sha256.h"
 #include "evaluator/metrics.h"
 
 namespace loragate::eval {
@@ -397,6 +398,10 @@ Result<Suite> parse_suite(std::string text, const std::string& path) {
 }
 
 }  // namespace
+
+std::string suite_sha256(const Suite& suite) {
+  return suite.content_sha256.empty() ? sha256_hex(suite.text) : suite.content_sha256;
+}
 
 Result<Suite> load_suite(const std::string& path) {
   LG_ASSIGN_OR_RETURN(std::string text, read_file(path, "suite file"));

@@ -28,6 +28,11 @@ namespace loragate::eval {
 // as read, Suite::path is `path` as given.
 Result<Suite> load_suite(const std::string& path);
 
+// The suite's content hash: Suite::content_sha256, or sha256 of its YAML
+// when that is empty (a Suite built in code). Runs store it; promotion
+// compares it with the configured suite's.
+std::string suite_sha256(const Suite& suite);
+
 // One eval JSONL file: one item per non-blank line, ids unique, at least one item.
 //   id (string, required), prompt (string) or messages (OpenAI list of
 //   {role, content}) (exactly one), prompt_ids (ints >= 0), reference (string,

@@ -255,7 +255,7 @@ TEST(GateVerdictTest, SyntheticScenarioIntervals) {
   EXPECT_EQ(find_gate(gates, "synth", "keyword_rate", "max_drop")->verdict, Verdict::kPass);
 
   // Tightening the ROUGE-L margin below the exact difference fails it.
-  const auto tight = evaluate_gates(only("adapter: {rougeL_f1: {max_drop: 0.04, floor: 0.9}}\n"), run, nullptr);
+  const auto tight = evaluate_gates(only("adapter: {rougeL_f1: {max_drop: 0.04, floor: 0.9}}\n"), run, {});
   ASSERT_EQ(tight.size(), 2u);
   EXPECT_EQ(find_gate(tight, "synth", "rougeL_f1", "max_drop")->verdict, Verdict::kFail);
   EXPECT_EQ(find_gate(tight, "synth", "rougeL_f1", "floor")->verdict, Verdict::kFail);
@@ -301,7 +301,7 @@ TEST(GateVerdictTest, LatencyRatiosAndSkippedGates) {
   // With 40 items a p99 is their maximum: skipped, not judged.
   for (const char* arm : {"online", "candidate"}) run.scenarios[0].arms[arm].items.resize(40);
   skipped.clear();
-  const auto few = evaluate_gates(only("latency: {ttft_p99: {max_rise_rel: 0.25}}\n"), run, nullptr, &skipped);
+  const auto few = evaluate_gates(only("latency: {ttft_p99: {max_rise_rel: 0.25}}\n"), run, {}, &skipped);
   EXPECT_EQ(find_gate(few, "lat", "ttft_p99", "max_rise_rel"), nullptr);
   std::string why;
   for (const std::string& line : skipped) why += line + "\n";
@@ -316,7 +316,7 @@ TEST(GateVerdictTest, BaseQualityWithoutDataIsInconclusive) {
   s.arms["candidate"] = make_arm("candidate", 10, [](size_t, ItemResult&) {});
   run.scenarios.push_back(s);
   std::vector<std::string> skipped;
-  const auto gates = evaluate_gates(GateConfig::defaults(), run, nullptr, &skipped);
+  const auto gates = evaluate_gates(GateConfig::defaults(), run, {}, &skipped);
   const GateResult* bq = find_gate(gates, "generic", "base_quality", "required");
   ASSERT_NE(bq, nullptr);
   EXPECT_EQ(bq->verdict, Verdict::kInconclusive);
@@ -325,7 +325,7 @@ TEST(GateVerdictTest, BaseQualityWithoutDataIsInconclusive) {
   GateConfig no_bq = GateConfig::defaults();
   no_bq.no_adapter = ScenarioGates{};
   no_bq.generic = GenericGates{};
-  EXPECT_EQ(overall_verdict(evaluate_gates(no_bq, run, nullptr)), Verdict::kPass);
+  EXPECT_EQ(overall_verdict(evaluate_gates(no_bq, run, {})), Verdict::kPass);
 }
 
 // Items pair by id when the arms list them differently (a reordered or partial recorded run).
@@ -343,7 +343,7 @@ TEST(GateVerdictTest, RecordedPairsItemsById) {
   r.arms["online"].items.pop_back();  // item-0, now last, is gone
   recorded.scenarios.push_back(r);
   recorded.id = 12;
-  const auto gates = evaluate_gates(only("recorded: {rougeL_f1: {max_drop: 0}}\n"), run, &recorded);
+  const auto gates = evaluate_gates(only("recorded: {rougeL_f1: {max_drop: 0}}\n"), run, {&recorded});
   ASSERT_EQ(gates.size(), 1u);
   EXPECT_EQ(gates[0].against, "recorded");
   EXPECT_EQ(gates[0].verdict, Verdict::kPass);
@@ -495,7 +495,7 @@ TEST_F(GateFixtureTest, OnlineAgainstItselfPasses) {
   LG_REQUIRE_FIXTURES();
   RunResult run = run_of("online");
   std::vector<std::string> skipped;
-  const auto gates = evaluate_gates(GateConfig::defaults(), run, &run, &skipped);
+  const auto gates = evaluate_gates(GateConfig::defaults(), run, {&run}, &skipped);
   EXPECT_EQ(overall_verdict(gates), Verdict::kPass);
   for (const GateResult& g : gates) {
     EXPECT_EQ(g.verdict, Verdict::kPass) << g.why;
@@ -512,7 +512,7 @@ TEST_F(GateFixtureTest, CandidateGoodPasses) {
   const RunResult online = run_of("online");  // the recorded run: online's expected metrics
   const RunResult run = run_of("candidate-good");
   std::vector<std::string> skipped;
-  const auto gates = evaluate_gates(GateConfig::defaults(), run, &online, &skipped);
+  const auto gates = evaluate_gates(GateConfig::defaults(), run, {&online}, &skipped);
   print("candidate-good, default gates", gates);
   for (const std::string& line : skipped) std::cout << "  skipped  " << line << "\n";
   EXPECT_EQ(overall_verdict(gates), Verdict::kPass);
@@ -528,7 +528,7 @@ TEST_F(GateFixtureTest, CandidateBadFailsOnBaseQuality) {
   LG_REQUIRE_FIXTURES();
   const RunResult online = run_of("online");
   const RunResult run = run_of("candidate-bad");
-  const auto gates = evaluate_gates(GateConfig::defaults(), run, &online);
+  const auto gates = evaluate_gates(GateConfig::defaults(), run, {&online});
   print("candidate-bad, default gates", gates);
   EXPECT_EQ(overall_verdict(gates), Verdict::kFail);
 
@@ -558,8 +558,8 @@ TEST_F(GateFixtureTest, VerdictsHoldAcrossSeeds) {
   GateConfig config = GateConfig::defaults();
   for (uint64_t seed = 1; seed <= 20; ++seed) {
     config.bootstrap.seed = seed;
-    EXPECT_EQ(overall_verdict(evaluate_gates(config, good, &online)), Verdict::kPass) << "seed " << seed;
-    EXPECT_EQ(overall_verdict(evaluate_gates(config, bad, &online)), Verdict::kFail) << "seed " << seed;
+    EXPECT_EQ(overall_verdict(evaluate_gates(config, good, {&online})), Verdict::kPass) << "seed " << seed;
+    EXPECT_EQ(overall_verdict(evaluate_gates(config, bad, {&online})), Verdict::kFail) << "seed " << seed;
   }
 }
 
@@ -569,14 +569,14 @@ TEST_F(GateFixtureTest, TighterGatesTurnCandidateGoodInconclusiveThenFailing) {
   // +4.5% with an interval of about +3.4%..+5.7%: a 5% margin straddles it, 2% is below it.
   const Result<GateConfig> tighter = GateConfig::parse("generic: {perplexity: {max_rise_rel: 0.05}}\n", "tighter");
   ASSERT_TRUE(tighter.is_ok());
-  const auto gates = evaluate_gates(*tighter, run, nullptr);
+  const auto gates = evaluate_gates(*tighter, run, {});
   EXPECT_EQ(find_gate(gates, "generic", "perplexity", "max_rise_rel")->verdict, Verdict::kInconclusive);
   EXPECT_EQ(overall_verdict(gates), Verdict::kInconclusive);
 
   const Result<GateConfig> tightest = GateConfig::parse(
       "generic: {perplexity: {max_rise_rel: 0.02}}\nadapter: {exact_match_rate: {max_drop: 0.02}}\n", "tightest");
   ASSERT_TRUE(tightest.is_ok());
-  const auto failing = evaluate_gates(*tightest, run, nullptr);
+  const auto failing = evaluate_gates(*tightest, run, {});
   print("candidate-good, tightest gates", failing);
   EXPECT_EQ(find_gate(failing, "generic", "perplexity", "max_rise_rel")->verdict, Verdict::kFail);
   EXPECT_EQ(overall_verdict(failing), Verdict::kFail);
