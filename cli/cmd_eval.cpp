@@ -51,6 +51,7 @@ struct RunFlags {
   std::string online_dtype = "f32", candidate_dtype = "f32";  // weight storage of each arm
   bool copied_adapter_arm = false;
   uint64_t seed = 1;
+  int32_t latency_repeats = 1;  // offline: each item's generation timed this many times per arm
 };
 
 // "\r[#####-----] 120/488  ETA 12 s" on a terminal; nothing otherwise.
@@ -147,6 +148,9 @@ Result<eval::Verdict> run_remote(const RunFlags& f) {
 }
 
 Result<eval::Verdict> run_eval(const RunFlags& f) {
+  if (!f.url.empty() && f.latency_repeats != 1) {
+    return Status::invalid_argument("--latency-repeats is for offline runs; a server times its evaluations its own way");
+  }
   if (!f.url.empty()) return run_remote(f);
   for (const auto& [flag, value] : {std::pair<const char*, const std::string&>{"--online", f.online},
                                     {"--online-adapters", f.online_adapters},
@@ -178,6 +182,7 @@ Result<eval::Verdict> run_eval(const RunFlags& f) {
   ro.candidate_adapters = f.candidate_adapters;
   ro.copied_adapter_arm = f.copied_adapter_arm;
   ro.seed = f.seed;
+  ro.latency_repeats = f.latency_repeats;
   ro.progress = [&bar](int64_t done, int64_t total) { bar.update(done, total); };
   LG_ASSIGN_OR_RETURN(eval::RunResult run, eval::run_suite(suite, *online, *candidate, ro));
   LG_ASSIGN_OR_RETURN(run, eval::judge_and_store(std::move(run), gates, *store));
@@ -278,7 +283,11 @@ void add_eval_command(CLI::App& app) {
     cmd->add_option("--candidate-dtype", f->candidate_dtype,
                     "Weight storage of the candidate, e.g. int8 to judge a quantised online base (offline mode)")
         ->capture_default_str();
-    cmd->add_option("--seed", f->seed, "Seed of the bootstrap")->capture_default_str();
+    cmd->add_option("--seed", f->seed, "Seed of the bootstrap and of the arms' order per item")->capture_default_str();
+    cmd->add_option("--latency-repeats", f->latency_repeats,
+                    "Time each item's generation this many times per arm; TTFT and TPOT are the medians (offline mode)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 100));
     cmd->callback([f] { finish(run_eval(*f)); });
   }
   {

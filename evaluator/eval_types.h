@@ -121,6 +121,10 @@ struct GenericResult {
   std::vector<double> row_nll_sum;
   std::vector<int64_t> row_tokens;
   std::vector<int64_t> row_bytes;  // UTF-8 bytes of each row's scored text (bits-per-byte across tokenizers)
+  // Why each row was not scored in full ("" = it was): an error, a
+  // cancellation, or a row cut by the context length. Such a row is left out
+  // of nll_mean and makes the generic gates inconclusive, never 0.
+  std::vector<std::string> row_unscored;
   double nll_mean = 0;
   double perplexity = 0;
 };

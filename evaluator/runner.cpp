@@ -1,11 +1,12 @@
 #include "evaluator/runner.h"
 
 #include <chrono>
-#include <cmath>
 #include <filesystem>
 #include <numeric>
 
 #include "evaluator/metrics.h"
+#include "evaluator/runner_order.h"
+#include "evaluator/runner_scoring.h"
 #include "evaluator/suite.h"
 #include "common/sha256.h"
 
@@ -20,39 +21,6 @@ struct ArmPlan {
   std::string adapter_dir;
 };
 
-// The ids an item's prompt and reference get on `engine` (bases may tokenise differently).
-struct Encoded {
-  std::vector<int32_t> prompt, reference;
-};
-
-Result<Encoded> encode_item(const EvalItem& item, const ArmEngine& engine, const std::string& where) {
-  Encoded e;
-  const Tokenizer& tok = engine.tokenizer();
-  std::string prompt_text = item.prompt;
-  if (!item.prompt_ids.empty()) {
-    e.prompt = item.prompt_ids;
-  } else if (!item.messages.is_null()) {
-    LG_ASSIGN_OR_RETURN(prompt_text, engine.chat_template().render(item.messages, /*add_generation_prompt=*/true));
-    e.prompt = tok.encode(prompt_text, /*add_special_tokens=*/false);
-  } else {
-    e.prompt = tok.encode(item.prompt, /*add_special_tokens=*/true);
-  }
-  if (!item.reference_ids.empty()) {
-    e.reference = item.reference_ids;
-    return e;
-  }
-  // reference_ids = encode(prompt + reference) minus the prompt's ids.
-  const std::vector<int32_t> whole =
-      item.messages.is_null() ? tok.encode(item.prompt + item.reference, /*add_special_tokens=*/true)
-                              : tok.encode(prompt_text + item.reference, /*add_special_tokens=*/false);
-  if (whole.size() < e.prompt.size() || !std::equal(e.prompt.begin(), e.prompt.end(), whole.begin())) {
-    return Status::invalid_argument(where + ": encode(prompt + reference) does not start with encode(prompt) on base '" +
-                                    engine.name() + "'; give reference_ids");
-  }
-  e.reference.assign(whole.begin() + static_cast<std::ptrdiff_t>(e.prompt.size()), whole.end());
-  return e;
-}
-
 double mean_of(const std::vector<double>& v) {
   return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
@@ -61,73 +29,55 @@ Result<std::string> adapter_sha(const std::string& dir) {
   return sha256_file((std::filesystem::path(dir) / "adapter_model.safetensors").string());
 }
 
-int64_t unix_seconds() {
+int64_t now_unix_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
-// Teacher-forced NLL of every reference: one batch per arm.
-Status score_references(const ArmPlan& plan, const std::vector<Encoded>& encoded, std::vector<ItemResult>& items) {
-  std::vector<GenerationRequest> requests;
-  for (const Encoded& e : encoded) {
-    GenerationRequest r;
-    r.prompt_ids = e.prompt;
-    r.prompt_ids.insert(r.prompt_ids.end(), e.reference.begin(), e.reference.end());
-    r.params.max_tokens = 0;
-    r.params.temperature = 0;
-    r.prompt_logprobs = 0;
-    r.score_from = static_cast<int64_t>(e.prompt.size());
-    r.adapter = plan.adapter_name;
-    requests.push_back(std::move(r));
-  }
-  LG_ASSIGN_OR_RETURN(std::vector<GenerationResult> scored, plan.engine->run(std::move(requests)));
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (scored[i].finish_reason == FinishReason::kError) return Status::internal("scoring failed: " + scored[i].error);
-    items[i].nll_sum = 0;
-    for (const TokenLogprobs& lp : scored[i].prompt_logprobs) items[i].nll_sum -= lp.logprob;
-    items[i].n_ref_tokens = static_cast<int64_t>(scored[i].prompt_logprobs.size());
-  }
-  return Status::ok();
-}
+// An item's generation on one arm, timed `repeats` times back to back: the
+// first result is the one scored, its latencies the medians over the
+// repeats that finished, so one hiccup does not become the item's TTFT.
+struct TimedGeneration {
+  GenerationResult result;
+  double ttft_ms = 0;
+  double tpot_ms = 0;
+};
 
-Result<GenericResult> score_generic(const std::string& arm, ArmEngine& engine, const std::vector<GenericItem>& rows) {
-  std::vector<GenerationRequest> requests;
-  for (const GenericItem& row : rows) {
-    GenerationRequest r;
-    r.prompt_ids = row.ids.empty() ? engine.tokenizer().encode(row.text, /*add_special_tokens=*/true) : row.ids;
-    if (r.prompt_ids.size() < 2) return Status::invalid_argument("generic row '" + row.id + "' has fewer than 2 tokens");
-    r.params.max_tokens = 0;
-    r.prompt_logprobs = 0;
-    r.score_from = 1;
-    requests.push_back(std::move(r));
+Result<TimedGeneration> generate_timed(ArmEngine& engine, const GenerationRequest& request, int32_t repeats) {
+  TimedGeneration timed;
+  std::vector<double> ttft, tpot;
+  for (int32_t k = 0; k < repeats; ++k) {
+    LG_ASSIGN_OR_RETURN(std::vector<GenerationResult> out, engine.run({request}));
+    GenerationResult& g = out.front();
+    const bool finished = unfinished_reason(g).empty();
+    if (finished) {
+      ttft.push_back(g.ttft_ms);
+      tpot.push_back(mean_of(g.itl_ms));
+    }
+    if (k == 0) {
+      timed.result = std::move(g);
+      if (!finished) break;  // nothing to time: the row is recorded as unfinished
+    }
   }
-  LG_ASSIGN_OR_RETURN(std::vector<GenerationResult> scored, engine.run(std::move(requests)));
-  GenericResult g;
-  g.arm = arm;
-  double nll = 0;
-  int64_t tokens = 0;
-  for (const GenerationResult& r : scored) {
-    double row = 0;
-    for (const TokenLogprobs& lp : r.prompt_logprobs) row -= lp.logprob;
-    g.row_nll_sum.push_back(row);
-    g.row_tokens.push_back(static_cast<int64_t>(r.prompt_logprobs.size()));
-    nll += row;
-    tokens += static_cast<int64_t>(r.prompt_logprobs.size());
-  }
-  g.nll_mean = tokens > 0 ? nll / static_cast<double>(tokens) : 0;
-  g.perplexity = std::exp(g.nll_mean);
-  return g;
+  timed.ttft_ms = percentile(ttft, 50);
+  timed.tpot_ms = percentile(tpot, 50);
+  return timed;
 }
 
 }  // namespace
 
 Result<RunResult> run_suite(const Suite& suite, ArmEngine& online, ArmEngine& candidate, const RunnerOptions& options) {
   RunResult run;
-  run.started_at = unix_seconds();
+  if (options.latency_repeats < 1) {
+    return Status::invalid_argument("latency_repeats must be 1 or more, got " + std::to_string(options.latency_repeats));
+  }
+  run.started_at = now_unix_seconds();
   run.online_base = online.name();
   run.online_sha256 = online.sha256();
   run.candidate_base = candidate.name();
   run.candidate_sha256 = candidate.sha256();
+  run.online_tokenizer_sha256 = online.tokenizer_sha256();
+  run.candidate_tokenizer_sha256 = candidate.tokenizer_sha256();
   run.suite_path = suite.path;
   run.suite_text = suite.text;
   run.suite_sha256 = suite_sha256(suite);
@@ -165,7 +115,7 @@ Result<RunResult> run_suite(const Suite& suite, ArmEngine& online, ArmEngine& ca
 
     ScenarioResult scenario;
     scenario.name = spec.name;
-    std::vector<std::vector<Encoded>> encoded(plans.size());
+    std::vector<std::vector<EncodedItem>> encoded(plans.size());
     for (size_t a = 0; a < plans.size(); ++a) {
       ArmResult& arm = scenario.arms[plans[a].arm];
       arm.arm = plans[a].arm;
@@ -177,7 +127,7 @@ Result<RunResult> run_suite(const Suite& suite, ArmEngine& online, ArmEngine& ca
       }
       for (size_t i = 0; i < spec.items.size(); ++i) {
         const std::string where = spec.eval_path + ": item '" + spec.items[i].id + "'";
-        LG_ASSIGN_OR_RETURN(Encoded e, encode_item(spec.items[i], *plans[a].engine, where));
+        LG_ASSIGN_OR_RETURN(EncodedItem e, encode_item(spec.items[i], *plans[a].engine, where));
         encoded[a].push_back(std::move(e));
       }
       arm.items.resize(spec.items.size());
@@ -194,30 +144,35 @@ Result<RunResult> run_suite(const Suite& suite, ArmEngine& online, ArmEngine& ca
       return r;
     };
     // One untimed request per arm first: the first use of an adapter (its
-    // load into a slot) and of the workspace would otherwise land in item 0's TTFT.
+    // load into a slot) and of the workspace would otherwise land in item 0's
+    // TTFT. Its result is not kept, so a refused one does not matter here.
     for (size_t a = 0; a < plans.size() && !spec.items.empty(); ++a) {
       LG_RETURN_IF_ERROR(plans[a].engine->run({request(a, 0)}).status());
     }
-    // Greedy generation, one request at a time, arms interleaved item by item.
+    // Greedy generation, one request at a time, each item's arms back to
+    // back in an order drawn for the item (runner_order.h). A row that does
+    // not finish is recorded as such and the run goes on; only a cancelled
+    // evaluation (a status from run()) ends it.
     for (size_t i = 0; i < spec.items.size(); ++i) {
-      for (size_t a = 0; a < plans.size(); ++a) {
-        LG_ASSIGN_OR_RETURN(std::vector<GenerationResult> out, plans[a].engine->run({request(a, i)}));
-        const GenerationResult& g = out.front();
-        if (g.finish_reason == FinishReason::kError || g.finish_reason == FinishReason::kCancelled) {
-          return Status::internal(spec.eval_path + ": item '" + spec.items[i].id + "' on arm " + plans[a].arm +
-                                  " failed: " + g.error);
-        }
+      const std::vector<size_t> order = arm_order(options.seed, spec.name, i, plans.size());
+      for (size_t place = 0; place < order.size(); ++place) {
+        const size_t a = order[place];
+        LG_ASSIGN_OR_RETURN(TimedGeneration timed,
+                            generate_timed(*plans[a].engine, request(a, i), options.latency_repeats));
         ItemResult& item = scenario.arms[plans[a].arm].items[i];
         item.id = spec.items[i].id;
-        item.generated_ids = g.output_ids;
-        item.ttft_ms = g.ttft_ms;
-        item.tpot_ms = mean_of(g.itl_ms);
+        item.order = static_cast<int32_t>(place);
+        item.unfinished = unfinished_reason(timed.result);
+        item.generated_ids = std::move(timed.result.output_ids);
+        item.ttft_ms = timed.ttft_ms;
+        item.tpot_ms = timed.tpot_ms;
         score_item(spec.items[i], plans[a].engine->tokenizer(), &item);
         tick();
       }
     }
     for (size_t a = 0; a < plans.size(); ++a) {
-      LG_RETURN_IF_ERROR(score_references(plans[a], encoded[a], scenario.arms[plans[a].arm].items)
+      LG_RETURN_IF_ERROR(score_references(*plans[a].engine, plans[a].adapter_name, spec.items, encoded[a],
+                                          scenario.arms[plans[a].arm].items)
                              .with_context("scenario '" + spec.name + "', arm " + plans[a].arm));
       tick();
     }

@@ -4,10 +4,13 @@
 // scenario), candidate (candidate base + the adapter retrained for it), both
 // bases without adapter, and optionally the online adapter copied onto the
 // candidate base. Every item is generated greedily one request at a time,
-// the arms interleaved item by item so that machine noise hits them alike
-// (TTFT and time per output token are per item); references are scored by
-// teacher forcing in batches; the generic set gives each base's perplexity
-// without adapters. Gates and verdicts are applied by the caller (gates.h).
+// the item's arms back to back in an order drawn per item from the seed
+// (runner_order.h) so that machine noise hits them alike (TTFT and time per
+// output token are per item); references are scored by teacher forcing in
+// batches; the generic set gives each base's perplexity without adapters
+// (runner_scoring.h). A row that does not finish or cannot be scored in full
+// is recorded with why (ItemResult::unfinished / unscored) and the run goes
+// on. Gates and verdicts are applied by the caller (gates.h).
 //
 // Not thread-safe: one run at a time per pair of ArmEngines.
 #pragma once
@@ -35,7 +38,10 @@ struct RunnerOptions {
   // (candidate = false) or the candidate base, e.g. what the registry routes.
   std::function<Result<AdapterChoice>(const std::string& scenario, bool candidate)> adapter_for;
   bool copied_adapter_arm = false; // also run the online adapter on the candidate base (reported, not gated)
-  uint64_t seed = 1;               // recorded with the run (decoding is greedy)
+  uint64_t seed = 1;               // draws the arms' order per item; recorded with the run (decoding is greedy)
+  // Each item's generation is timed this many times back to back per arm; the
+  // first result is scored, ttft_ms / tpot_ms are the medians of the repeats.
+  int32_t latency_repeats = 1;
   // Called after each unit of work with (done, total); may be empty.
   std::function<void(int64_t done, int64_t total)> progress;
 };
