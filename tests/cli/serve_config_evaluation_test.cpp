@@ -2,7 +2,12 @@
 // to authorise promote, and how many evaluations run at once.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "cli/serve_config.h"
+#include "tests/cli/cli_runner.h"
+#include "tests/test_util.h"
 
 namespace loragate {
 namespace {
@@ -39,6 +44,22 @@ TEST(ServeConfigEvaluationTest, BadValuesNameTheKey) {
     ASSERT_FALSE(r.is_ok()) << bad;
     EXPECT_NE(r.status().message().find(key), std::string::npos) << r.status().message();
   }
+}
+
+// The configured suite is read at start-up: one that does not load stops the
+// server before it serves, naming the key.
+TEST(ServeConfigEvaluationTest, ServeRefusesToStartOnASuiteThatDoesNotLoad) {
+  LG_REQUIRE_SHARED("models/stories260K/model.safetensors");
+  const std::string dir = testing::make_temp_dir("lg-serve-eval-config");
+  std::ofstream(dir + "/serve.yaml") << "model: {path: " << testing::shared_dir() << "/models/stories260K}\n"
+                                     << "adapters: {registry: " << dir << "/registry.db}\n"
+                                     << "server: {port: 0}\n"
+                                     << "evaluation: {suite: " << dir << "/absent-suite.yaml}\n";
+  CliRun r = run_cli("serve --config " + dir + "/serve.yaml");
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("evaluation.suite"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("loragate: serving"), std::string::npos) << "it never served: " << r.out;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
