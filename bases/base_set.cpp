@@ -237,18 +237,55 @@ Result<SwapRecord> BaseSet::promote(const std::string& name, bool force, const s
                                        joined(missing) + " with no version on '" + name +
                                        "'; register them on '" + name + "' or promote with force");
   }
-  std::string note = missing.empty() ? "" : "missing on '" + name + "': " + joined(missing);
-  if (promote_check_) {
-    Status allowed = current ? promote_check_(*current, *target) : Status::ok();
-    if (!allowed.is_ok() && !force) return allowed;
-    if (!allowed.is_ok()) note += (note.empty() ? "" : "; ") + allowed.message();
+  // What a forced promote overrode, recorded with the swap.
+  std::vector<std::string> overrode;
+  if (!missing.empty()) overrode.push_back("missing on '" + name + "': " + joined(missing));
+  if (promote_check_ && current) {
+    Result<std::vector<std::string>> reasons = promote_check_(*current, *target);
+    if (!reasons.is_ok()) {
+      if (!force) return reasons.status();
+      overrode.push_back(reasons.status().message());
+    } else if (!reasons->empty()) {
+      if (!force) {
+        return Status::failed_precondition("cannot promote '" + name + "' over '" + from + "': " +
+                                           joined(*reasons, "; ") + "; evaluate again or promote with force");
+      }
+      overrode.insert(overrode.end(), reasons->begin(), reasons->end());
+    }
   }
+  const std::string note = joined(overrode, "; ");
   return swap_to(name, "promote", force && !note.empty(), note, actor);
 }
 
 void BaseSet::set_promote_check(PromoteCheck check) {
   std::lock_guard<std::mutex> admin(admin_mu_);
   promote_check_ = std::move(check);
+}
+
+bool BaseSet::has_promote_check() {
+  std::lock_guard<std::mutex> admin(admin_mu_);
+  return static_cast<bool>(promote_check_);
+}
+
+Result<std::vector<std::string>> BaseSet::promotion_blockers(const std::string& name) {
+  LG_ASSIGN_OR_RETURN(std::shared_ptr<ServingBase> target, find(name));
+  const std::shared_ptr<ServingBase> current = serving();
+  if (current == nullptr) return std::vector<std::string>{"no base is serving"};
+  if (current == target) return std::vector<std::string>{"base '" + name + "' is serving already"};
+  std::vector<std::string> blockers;
+  for (const std::string& m : missing_on(registry_, *current, *target)) {
+    blockers.push_back(m + " of the serving base '" + current->name() + "' has no version on '" + name + "'");
+  }
+  PromoteCheck check;
+  {
+    std::lock_guard<std::mutex> admin(admin_mu_);
+    check = promote_check_;
+  }
+  if (check) {  // outside the admin lock: it reads the history, and a listing must not hold up a promote
+    LG_ASSIGN_OR_RETURN(std::vector<std::string> reasons, check(*current, *target));
+    blockers.insert(blockers.end(), reasons.begin(), reasons.end());
+  }
+  return blockers;
 }
 
 Result<SwapRecord> BaseSet::rollback(const std::string& actor) {

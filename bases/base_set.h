@@ -87,11 +87,18 @@ class BaseSet {
   Result<SwapRecord> promote(const std::string& name, bool force, const std::string& actor);
   // Promotes the previous base back, whatever it lacks.
   Result<SwapRecord> rollback(const std::string& actor);
-  // Asked before every promote: ok, or why the candidate may not serve yet
-  // (e.g. no passing evaluation). Without force its error refuses the
-  // promote; with force the swap is recorded as forced, with the reason.
-  using PromoteCheck = std::function<Status(const ServingBase& serving, const ServingBase& candidate)>;
+  // Asked before every promote: why the candidate may not serve yet, one
+  // line per reason (e.g. no passing evaluation; empty = it may). Without
+  // force a reason or an error refuses the promote; with force the swap is
+  // recorded as forced, its note naming every reason it overrode.
+  using PromoteCheck =
+      std::function<Result<std::vector<std::string>>(const ServingBase& serving, const ServingBase& candidate)>;
   void set_promote_check(PromoteCheck check);
+  bool has_promote_check();
+  // What promote(name) without force would refuse for now, one line per
+  // reason (empty = it would promote): the names missing on it and the
+  // promote check's reasons. For listings; promote() decides again.
+  Result<std::vector<std::string>> promotion_blockers(const std::string& name);
 
   // The serving base (null before start_serving). Lock-free: one atomic load.
   std::shared_ptr<ServingBase> serving() const { return serving_.load(); }

@@ -4,9 +4,9 @@
 
 namespace loragate {
 
-std::string joined(const std::vector<std::string>& items) {
+std::string joined(const std::vector<std::string>& items, const std::string& separator) {
   std::string out;
-  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
+  for (const std::string& s : items) out += (out.empty() ? "" : separator) + s;
   return out;
 }
 

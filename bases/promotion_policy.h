@@ -15,7 +15,7 @@ namespace loragate {
 // `target`, and "scenario 'y'" for every scenario routed on `current` and not
 // on `target`. Without a registry (null): the adapter caches' names alone.
 std::vector<std::string> missing_on(Registry* registry, const ServingBase& current, const ServingBase& target);
-// "a, b, c".
-std::string joined(const std::vector<std::string>& items);
+// "a, b, c" (items between `separator`).
+std::string joined(const std::vector<std::string>& items, const std::string& separator = ", ");
 
 }  // namespace loragate

@@ -114,6 +114,10 @@ int run_serve(const ServeFlags& f) {
     if (c.served_model_name.empty()) c.served_model_name = "base";
   }
 
+  // The configured suite and gates are read once, before anything loads: a run authorises
+  // promote only when it used the same content.
+  Result<eval::PromotionRequirements> required = eval::load_promotion_requirements(c.eval_suite, c.eval_gates);
+  if (!required.is_ok()) return fail(required.status().to_string());
   Result<std::unique_ptr<Registry>> registry = open_registry(c);
   if (!registry.is_ok()) return fail(registry.status().to_string());
   Result<BaseSpec> first = initial_base(c, **registry);
@@ -140,11 +144,14 @@ int run_serve(const ServeFlags& f) {
   ShadowTraffic shadow(&bases, &resolver);
   Result<std::unique_ptr<EvaluationStore>> evaluations = EvaluationStore::open(c.registry_path);
   if (!evaluations.is_ok()) return fail(evaluations.status().to_string());
-  eval::EvaluationJobs jobs(&bases, registry->get(), evaluations->get());
+  eval::EvaluationJobs jobs(&bases, registry->get(), evaluations->get(),
+                            eval::EvaluationOptions{c.eval_roots, *required, c.eval_max_running});
   jobs.set_live_source([&shadow](const std::string& candidate) { return shadow.live_arm(candidate); });
   if (c.require_evaluation) {
-    bases.set_promote_check([&jobs](const ServingBase& serving, const ServingBase& candidate) {
-      return jobs.check_promotion(serving, candidate);
+    bases.set_promote_check([&registry = **registry, &store = **evaluations, required = *required](
+                                const ServingBase& serving, const ServingBase& candidate) {
+      return eval::promotion_blockers(registry, store, required, {serving.name(), serving.sha256()},
+                                      {candidate.name(), candidate.sha256()});
     });
   }
   Metrics metrics(&bases);

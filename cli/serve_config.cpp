@@ -180,9 +180,13 @@ Result<ServeConfig> ServeConfig::parse(const std::string& yaml_text, const std::
   LG_RETURN_IF_ERROR(in_file(bases.read("roots", c.base_roots)));
 
   const Section evaluation(top.child("evaluation"), "evaluation");
-  LG_RETURN_IF_ERROR(in_file(evaluation.check_keys({"roots", "require_pass_to_promote"})));
+  LG_RETURN_IF_ERROR(
+      in_file(evaluation.check_keys({"roots", "require_pass_to_promote", "suite", "gates", "max_running"})));
   LG_RETURN_IF_ERROR(in_file(evaluation.read("roots", c.eval_roots)));
   LG_RETURN_IF_ERROR(in_file(evaluation.read("require_pass_to_promote", c.require_evaluation)));
+  LG_RETURN_IF_ERROR(in_file(evaluation.read("suite", c.eval_suite)));
+  LG_RETURN_IF_ERROR(in_file(evaluation.read("gates", c.eval_gates)));
+  LG_RETURN_IF_ERROR(in_file(evaluation.read_range<int32_t>("max_running", c.eval_max_running, 1, 64)));
 
   const YAML::Node scenarios = top.child("scenarios");
   if (scenarios && !scenarios.IsNull()) {

@@ -34,6 +34,11 @@ struct ServeConfig {
   std::vector<std::string> eval_roots;          // evaluation.roots: suites and gates files must lie inside one
   bool require_evaluation = true;               // evaluation.require_pass_to_promote: promote needs a passing
                                                 // run of the candidate against the serving base (or force)
+  std::string eval_suite;                       // evaluation.suite: the suite a run must have used (by content
+                                                // hash) to authorise promote; "" = any covering the scenarios
+  std::string eval_gates;                       // evaluation.gates: the gates a run must have used (by content
+                                                // hash); "" = the shipped defaults
+  int32_t eval_max_running = 1;                 // evaluation.max_running: evaluations running at once
   std::vector<std::string> adapter_roots;       // adapters.roots: registered paths must lie inside one
   std::string registry_path = ".cache/loragate/registry.db";  // adapters.registry: the SQLite file
   std::vector<PreloadAdapter> preload;          // adapters.preload: registered at start when absent

@@ -34,6 +34,22 @@ json swap_json(const SwapRecord& s) {
           {"to", s.to_base}, {"kind", s.kind},     {"forced", s.forced}, {"note", s.note}};
 }
 
+// Whether promote (without force) would take a loaded base that does not
+// serve, and each reason why not: the same checks promote makes.
+void add_promotability(BaseSet& bases, const BaseStatus& b, json& j) {
+  const bool promotable_state = b.state == BaseState::kCandidate || b.state == BaseState::kPrevious ||
+                                b.state == BaseState::kDraining;
+  if (!promotable_state) return;
+  Result<std::vector<std::string>> blockers = bases.promotion_blockers(b.name);
+  const std::vector<std::string> why =
+      blockers.is_ok() ? *blockers : std::vector<std::string>{blockers.status().message()};
+  j["promotable"] = why.empty();
+  j["promotion_blocked_by"] = why;
+  if (!bases.has_promote_check()) {
+    j["promotion_note"] = "evaluation.require_pass_to_promote is off: promote asks for no evaluation";
+  }
+}
+
 bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -70,7 +86,11 @@ void AdminApi::install_bases(Router& router, const AdminGate& gate) {
   router.add(http::verb::get, "/admin/bases", gate.guard([this, gate](const std::shared_ptr<Exchange>& ex) {
     gate.answer_off_strand(ex, [this] {
       json data = json::array();
-      for (const BaseStatus& b : bases_->list()) data.push_back(base_json(b));
+      for (const BaseStatus& b : bases_->list()) {
+        json j = base_json(b);
+        add_promotability(*bases_, b, j);
+        data.push_back(std::move(j));
+      }
       json swaps = json::array();
       if (registry_ != nullptr) {
         Result<std::vector<SwapRecord>> recent = registry_->list_swaps(20);

@@ -91,14 +91,32 @@ Result<std::vector<EvaluationRecord>> EvaluationStore::list(int64_t limit) {
   }
 }
 
-Result<std::optional<EvaluationRecord>> EvaluationStore::latest_pass(const std::string& candidate_sha256,
-                                                                      const std::string& online_sha256) {
+Result<std::vector<EvaluationRecord>> EvaluationStore::runs_of_candidate(const std::string& candidate_sha256,
+                                                                         const std::string& candidate_base,
+                                                                         int64_t limit) {
+  if (limit < 1) return Status::invalid_argument("limit must be >= 1");
+  std::lock_guard<std::mutex> lock(mu_);
+  LG_ASSIGN_OR_RETURN(Statement q, db_->prepare(std::string("SELECT ") + kColumns +
+                                                " FROM evaluations WHERE candidate_sha256 = ?1 OR candidate_base = ?2"
+                                                " ORDER BY id DESC LIMIT ?3"));
+  q.bind(1, candidate_sha256).bind(2, candidate_base).bind(3, limit);
+  std::vector<EvaluationRecord> out;
+  for (;;) {
+    LG_ASSIGN_OR_RETURN(const bool row, q.step());
+    if (!row) return out;
+    out.push_back(read_row(q, /*with_report=*/false));
+  }
+}
+
+Result<std::optional<EvaluationRecord>> EvaluationStore::latest_pass_measuring(const std::string& base_sha256,
+                                                                                const std::string& suite_sha256) {
+  if (base_sha256.empty() || suite_sha256.empty()) return std::optional<EvaluationRecord>();
   std::lock_guard<std::mutex> lock(mu_);
   LG_ASSIGN_OR_RETURN(Statement q, db_->prepare(std::string("SELECT ") + kColumns +
                                                 ", report FROM evaluations WHERE verdict = 'pass'"
-                                                " AND (?1 = '' OR candidate_sha256 = ?1)"
-                                                " AND (?2 = '' OR online_sha256 = ?2) ORDER BY id DESC LIMIT 1"));
-  q.bind(1, candidate_sha256).bind(2, online_sha256);
+                                                " AND suite_sha256 = ?2 AND (candidate_sha256 = ?1 OR online_sha256 = ?1)"
+                                                " ORDER BY id DESC LIMIT 1"));
+  q.bind(1, base_sha256).bind(2, suite_sha256);
   LG_ASSIGN_OR_RETURN(const bool found, q.step());
   if (!found) return std::optional<EvaluationRecord>();
   return std::optional<EvaluationRecord>(read_row(q, /*with_report=*/true));

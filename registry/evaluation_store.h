@@ -46,10 +46,17 @@ class EvaluationStore {
   Result<EvaluationRecord> get(int64_t id);
   // The most recent runs first, at most `limit`, without their report.
   Result<std::vector<EvaluationRecord>> list(int64_t limit = 50);
-  // The latest passing run of candidate `candidate_sha256` against online
-  // `online_sha256` (either may be "" = any), if there is one.
-  Result<std::optional<EvaluationRecord>> latest_pass(const std::string& candidate_sha256,
-                                                      const std::string& online_sha256);
+  // The runs whose candidate had sha256 `candidate_sha256` or was named
+  // `candidate_base`, newest first, at most `limit`, without their report:
+  // what a promotion of that base is judged on (promotion_check.h).
+  Result<std::vector<EvaluationRecord>> runs_of_candidate(const std::string& candidate_sha256,
+                                                          const std::string& candidate_base, int64_t limit = 200);
+  // The latest passing run on suite content `suite_sha256` that measured the
+  // base `base_sha256` in either arm (candidate or online), with its report,
+  // if there is one: the recorded reference of that base (run_history.h).
+  // Empty hashes match nothing.
+  Result<std::optional<EvaluationRecord>> latest_pass_measuring(const std::string& base_sha256,
+                                                                const std::string& suite_sha256);
 
  private:
   explicit EvaluationStore(std::unique_ptr<SqliteDb> db);

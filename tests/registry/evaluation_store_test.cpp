@@ -25,7 +25,7 @@ EvaluationRecord run(const std::string& candidate_sha, const std::string& online
   return r;
 }
 
-TEST(EvaluationStoreTest, StoresRunsBesideTheRegistryAndFindsTheLatestPass) {
+TEST(EvaluationStoreTest, StoresRunsBesideTheRegistryAndListsTheRunsOfACandidate) {
   const std::string path = testing::make_temp_dir("lg-evals") + "/registry.db";
   auto registry = Registry::open(path);  // the same file, another connection
   ASSERT_TRUE(registry.is_ok()) << registry.status().to_string();
@@ -50,12 +50,15 @@ TEST(EvaluationStoreTest, StoresRunsBesideTheRegistryAndFindsTheLatestPass) {
   EXPECT_EQ(listed->front().id, *third) << "newest first";
   EXPECT_TRUE(listed->front().report.empty()) << "listings leave the report out";
 
-  auto pass = (*store)->latest_pass("c1", "o1");
-  ASSERT_TRUE(pass.is_ok());
-  ASSERT_TRUE(pass->has_value());
-  EXPECT_EQ((*pass)->id, *first) << "the failing run after it does not count";
-  EXPECT_FALSE((*store)->latest_pass("c1", "other").value().has_value());
-  EXPECT_EQ((*store)->latest_pass("", "o1").value()->id, *third);
+  auto of_c1 = (*store)->runs_of_candidate("c1", "");
+  ASSERT_TRUE(of_c1.is_ok()) << of_c1.status().to_string();
+  ASSERT_EQ(of_c1->size(), 2u);
+  EXPECT_EQ((*of_c1)[0].id, *second) << "newest first";
+  EXPECT_EQ((*of_c1)[1].verdict, "pass");
+  EXPECT_TRUE((*of_c1)[0].report.empty());
+  EXPECT_EQ((*store)->runs_of_candidate("nope", "cand").value().size(), 3u) << "the candidate's name matches too";
+  EXPECT_EQ((*store)->runs_of_candidate("c1", "", 1).value().size(), 1u);
+  EXPECT_EQ((*store)->runs_of_candidate("c1", "", 0).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ((*store)->add(run("c", "o", "maybe")).status().code(), StatusCode::kInvalidArgument);
 
   // Reopened, the history is still there.
@@ -63,6 +66,34 @@ TEST(EvaluationStoreTest, StoresRunsBesideTheRegistryAndFindsTheLatestPass) {
   auto again = EvaluationStore::open(path);
   ASSERT_TRUE(again.is_ok());
   EXPECT_EQ((*again)->list().value().size(), 3u);
+}
+
+// The recorded reference of a base: the newest passing run on the same suite
+// content that measured it, in whichever arm.
+TEST(EvaluationStoreTest, LatestPassMeasuringABaseMatchesTheSuiteAndEitherArm) {
+  const std::string path = testing::make_temp_dir("lg-evals") + "/registry.db";
+  auto store = EvaluationStore::open(path);
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  EvaluationStore& s = **store;
+  const int64_t as_candidate = s.add(run("b", "a", "pass")).value();
+  EvaluationRecord other_suite = run("c", "b", "pass");
+  other_suite.suite_sha256 = "t";
+  ASSERT_TRUE(s.add(other_suite).is_ok());
+  ASSERT_TRUE(s.add(run("c", "b", "fail")).is_ok());
+  EvaluationRecord cancelled = run("b", "z", "cancelled");
+  ASSERT_TRUE(s.add(cancelled).is_ok());
+
+  auto found = s.latest_pass_measuring("b", "s");
+  ASSERT_TRUE(found.is_ok()) << found.status().to_string();
+  ASSERT_TRUE(found->has_value());
+  EXPECT_EQ((*found)->id, as_candidate) << "another suite's, a failing and a cancelled run are never used";
+  EXPECT_FALSE((*found)->report.empty()) << "the reference is read whole";
+  const int64_t as_online = s.add(run("d", "b", "pass")).value();
+  EXPECT_EQ(s.latest_pass_measuring("b", "s").value()->id, as_online) << "as online, when that run is newer";
+  EXPECT_EQ(s.latest_pass_measuring("b", "t").value()->suite_sha256, "t");
+  EXPECT_FALSE(s.latest_pass_measuring("b", "u").value().has_value());
+  EXPECT_FALSE(s.latest_pass_measuring("", "s").value().has_value());
+  EXPECT_FALSE(s.latest_pass_measuring("b", "").value().has_value());
 }
 
 }  // namespace
