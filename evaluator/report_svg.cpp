@@ -97,6 +97,7 @@ const char* verdict_colour(Verdict v) {
     case Verdict::kPass: return "#1a7f37";
     case Verdict::kFail: return "#cf222e";
     case Verdict::kInconclusive: return "#b07800";
+    case Verdict::kSkipped: return "#6e7781";
   }
   return "#b07800";
 }

@@ -12,7 +12,7 @@ using nlohmann::json;
 
 namespace {
 
-int64_t unix_seconds() {
+int64_t history_unix_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
@@ -53,12 +53,12 @@ Result<RunResult> judge_and_store(RunResult run, const GateConfig& gates, Evalua
   run.gates_text = gates.to_yaml();
   run.gates_sha256 = sha256_hex(run.gates_text);
   LG_ASSIGN_OR_RETURN(std::optional<RunResult> recorded, recorded_run(store, run.online_sha256));
-  run.gates = evaluate_gates(gates, run, recorded ? &*recorded : nullptr);
+  run.gates = evaluate_gates(gates, run, {recorded ? &*recorded : nullptr});
   run.verdict = overall_verdict(run.gates);
 
   EvaluationRecord record;
   record.started_at = run.started_at;
-  record.finished_at = unix_seconds();
+  record.finished_at = history_unix_seconds();
   record.online_base = run.online_base;
   record.online_sha256 = run.online_sha256;
   record.candidate_base = run.candidate_base;
