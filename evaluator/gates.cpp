@@ -222,7 +222,8 @@ Verdict overall_verdict(const std::vector<GateResult>& gates) {
   bool judged = false;
   for (const GateResult& g : gates) {
     if (g.verdict == Verdict::kFail) return Verdict::kFail;
-    if (g.verdict == Verdict::kInconclusive) worst = Verdict::kInconclusive;
+    // An optional gate informs: it fails the run when it fails, but its lack of evidence holds nothing back.
+    if (g.verdict == Verdict::kInconclusive && !g.optional) worst = Verdict::kInconclusive;
     if (g.verdict != Verdict::kSkipped) judged = true;
     // A required gate that never ran showed nothing; base quality has its own "base_quality" gate.
     if (g.verdict == Verdict::kSkipped && !g.optional && !gates_detail::is_base_quality(g)) {

@@ -93,7 +93,8 @@
 // floors and ceilings); estimate, low and high are candidate - reference,
 // candidate / reference - 1 for *_rel rules, the candidate's value for
 // absolute rules, or the flip rate; n is the items (rows) judged; optional
-// is the gates file's `optional` of the metric or its section.
+// is the gates file's `optional` of the metric or its section (see
+// overall_verdict).
 //
 // Pure functions and plain structs; safe to use from many threads.
 #pragma once
@@ -120,7 +121,7 @@ struct MetricGate {
   std::optional<double> min_abs_rise_ms;  // latency, with max_rise_rel: a rise must also exceed this many ms
   std::optional<double> max_rate;         // negative_flip_rate: the flip rate must not be shown above it
   std::optional<int64_t> min_items;       // overrides GateConfig::min_items for this metric
-  bool optional = false;                  // skipped, it does not make the run inconclusive
+  bool optional = false;                  // skipped or inconclusive, it does not make the run inconclusive
   bool any() const { return floor || ceiling || max_drop || max_rise || max_rise_rel || max_rate; }
   bool operator==(const MetricGate&) const = default;
 };
@@ -221,7 +222,10 @@ std::vector<GateResult> evaluate_gates(const GateConfig& config, const RunResult
 // The worst verdict: fail > inconclusive > pass. A skipped gate that is not
 // optional makes the run inconclusive when it is an adapter, recorded or
 // latency gate (skipped base-quality gates are covered by the "base_quality"
-// gate). No gate judged at all is inconclusive: nothing was shown.
+// gate). An optional gate informs: failing, it fails the run; skipped or
+// inconclusive, it leaves the verdict alone (in-process latency on a busy
+// machine often cannot bound a 40-item p90, yet a measured 3x rise still
+// fails). No gate judged at all is inconclusive: nothing was shown.
 Verdict overall_verdict(const std::vector<GateResult>& gates);
 
 }  // namespace loragate::eval

@@ -173,6 +173,19 @@ TEST(GateRules, LatencyRiseMustExceedBothBounds) {
   EXPECT_GT(ttft.low, 0.5);  // the relative rise alone would have failed
   EXPECT_NE(ttft.why.find("within max_rise_rel 50% or min_abs_rise_ms 0.5 ms"), std::string::npos) << ttft.why;
 
+  // Descheduling spikes of +10 ms on 5 and 7 items of each arm (a busy machine):
+  // the p90 sits at their edge and cannot be bounded, so the gate is
+  // inconclusive, and being optional it informs without holding the run.
+  const RunResult noisy = run_of(
+      arm_of("online", 40, [&](size_t i, ItemResult& it) { it.ttft_ms = jitter() + (i % 9 == 0 ? 10 : 0); }),
+      arm_of("candidate", 40, [&](size_t i, ItemResult& it) { it.ttft_ms = jitter() + (i % 6 == 0 ? 10 : 0); }));
+  const auto loud = evaluate_gates(config_of("latency: {optional: true, ttft_p90: {max_rise_rel: 0.5, "
+                                             "min_abs_rise_ms: 0.5}}\nadapter: {keyword_rate: {max_drop: 0.1}}\n"),
+                                   noisy, {});
+  EXPECT_EQ(gate_of(loud, "ttft_p90", "max_rise_rel").verdict, Verdict::kInconclusive)
+      << gate_of(loud, "ttft_p90", "max_rise_rel").why;
+  EXPECT_EQ(overall_verdict(loud), Verdict::kPass);
+
   // Measured beside live traffic: every latency gate is skipped as biased.
   RunResult biased = slow;
   biased.latency_biased = true;
@@ -315,6 +328,11 @@ TEST(GateRules, OverallVerdictWithSkippedGates) {
   // Base quality has its own rule: a skipped no-adapter gate beside a judged one does not decide.
   EXPECT_EQ(overall_verdict({gate(Verdict::kPass, false), gate(Verdict::kSkipped, false, "no_adapter.perplexity")}),
             Verdict::kPass);
+  // An optional gate that is inconclusive informs but does not hold the run; failing, it fails it.
+  EXPECT_EQ(overall_verdict({gate(Verdict::kPass, false), gate(Verdict::kInconclusive, true)}), Verdict::kPass);
+  EXPECT_EQ(overall_verdict({gate(Verdict::kPass, false), gate(Verdict::kInconclusive, false)}),
+            Verdict::kInconclusive);
+  EXPECT_EQ(overall_verdict({gate(Verdict::kPass, false), gate(Verdict::kFail, true)}), Verdict::kFail);
   // Nothing judged at all shows nothing.
   EXPECT_EQ(overall_verdict({gate(Verdict::kSkipped, true)}), Verdict::kInconclusive);
 }
