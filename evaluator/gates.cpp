@@ -182,9 +182,16 @@ std::vector<GateResult> evaluate_gates(const GateConfig& config, const RunResult
 
   const GenericResult* generic_online = find_generic(run, "online");
   const GenericResult* generic_candidate = find_generic(run, "candidate");
-  const std::vector<ItemResult> online_rows = generic_online ? generic_rows(*generic_online) : std::vector<ItemResult>{};
-  const std::vector<ItemResult> candidate_rows =
+  std::vector<ItemResult> online_rows = generic_online ? generic_rows(*generic_online) : std::vector<ItemResult>{};
+  std::vector<ItemResult> candidate_rows =
       generic_candidate ? generic_rows(*generic_candidate) : std::vector<ItemResult>{};
+  // A row scored in one arm only failed in the other: the gates say so rather than count it as 0.
+  for (size_t i = 0; i < online_rows.size() && i < candidate_rows.size(); ++i) {
+    ItemResult& o = online_rows[i];
+    ItemResult& c = candidate_rows[i];
+    if ((o.n_ref_tokens > 0) == (c.n_ref_tokens > 0)) continue;
+    (o.n_ref_tokens > 0 ? c : o).unscored = "no tokens scored";
+  }
   Section generic("generic", "", "online", " on the generic set", "online", config.generic.optional);
   generic.count_word = "rows";
   generic.candidate = &candidate_rows;

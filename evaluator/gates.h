@@ -72,8 +72,9 @@
 // Rows that did not finish (ItemResult::unfinished) make the generation
 // gates of that scenario and pair of arms (keyword, exact match, ROUGE-L,
 // token F1, negative flips, latency) inconclusive, naming how many and the
-// first reason; unscored rows (ItemResult::unscored) do the same to NLL and
-// perplexity gates. They are never scored as 0.
+// first reason; unscored rows (ItemResult::unscored, or a generic row with
+// tokens in one arm only) do the same to NLL and perplexity gates. They are
+// never scored as 0.
 //
 // Nothing is silently skipped: a configured gate that cannot be judged (an
 // arm or the recorded reference absent, no item with a keyword rule, no

@@ -146,14 +146,14 @@ std::string verdict_section(const RunResult& run) {
   h += "<div>" + std::to_string(run.gates.size()) + " gates: " + std::to_string(counts[Verdict::kPass]) + " pass, " +
        std::to_string(counts[Verdict::kFail]) + " fail, " + std::to_string(counts[Verdict::kInconclusive]) +
        " inconclusive, " + std::to_string(counts[Verdict::kSkipped]) + " skipped</div>";
-  // What decided the verdict: the failing gates, the inconclusive ones, then
-  // required gates that were skipped.
+  // What decided the verdict: the failing gates, then the required gates that
+  // were inconclusive or skipped (optional ones hold nothing back).
   constexpr int kReasons = 6;
   std::string reasons;
   int shown = 0, undecided = 0;
   for (Verdict v : {Verdict::kFail, Verdict::kInconclusive, Verdict::kSkipped}) {
     for (const GateResult& g : run.gates) {
-      if (g.verdict != v || (v == Verdict::kSkipped && g.optional)) continue;
+      if (g.verdict != v || (v != Verdict::kFail && g.optional)) continue;
       ++undecided;
       if (shown == kReasons) continue;
       ++shown;

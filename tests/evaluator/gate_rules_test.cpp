@@ -249,6 +249,12 @@ TEST(GateRules, DifferingTokenizersCompareNatsPerByte) {
   EXPECT_EQ(rows.unit, "nats/byte");
   EXPECT_NEAR(rows.estimate, 120.0 / 200 - 100.0 / 200, 1e-12);
   EXPECT_EQ(rows.n, 32);
+
+  // A generic row scored in one arm only is not counted as 0: the gate is inconclusive.
+  generic.generic[1].row_tokens[5] = 0;
+  const GateResult failed_row = evaluate_gates(config_of("generic: {nll_mean: {max_rise: 0.2}}\n"), generic, {})[0];
+  EXPECT_EQ(failed_row.verdict, Verdict::kInconclusive);
+  EXPECT_EQ(failed_row.why, "1 item was not scored in full (first: candidate 5: no tokens scored)");
 }
 
 TEST(GateRules, RowsThatDidNotFinishAreInconclusive) {
