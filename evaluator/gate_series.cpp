@@ -33,7 +33,7 @@ ItemPairs pair_items(const std::vector<ItemResult>& candidate, const std::vector
   return pairs;
 }
 
-std::string unfinished_rows(const ItemPairs& pairs, Uses uses) {
+std::string unfinished_rows(const ItemPairs& pairs, Uses uses, const std::string& count_word) {
   const auto reason = [uses](const ItemResult& it) -> const std::string& {
     return uses == Uses::kGeneration ? it.unfinished : it.unscored;
   };
@@ -46,7 +46,8 @@ std::string unfinished_rows(const ItemPairs& pairs, Uses uses) {
     if (count++ == 0) first = c.empty() ? "reference " + reference->id + ": " + r : "candidate " + candidate->id + ": " + c;
   }
   if (count == 0) return "";
-  return std::to_string(count) + (count == 1 ? " item" : " items") +
+  const std::string one = count_word.substr(0, count_word.size() - 1);  // "items" -> "item"
+  return std::to_string(count) + " " + (count == 1 ? one : count_word) +
          (uses == Uses::kGeneration ? " did not finish" : count == 1 ? " was not scored in full" : " were not scored in full") + " (first: " + first + ")";
 }
 

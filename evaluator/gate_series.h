@@ -34,7 +34,8 @@ ItemPairs pair_items(const std::vector<ItemResult>& candidate, const std::vector
 // Why some pairs cannot give this metric: "" when every pair finished, else
 // "3 items did not finish (first: candidate item-7: cancelled)"; unfinished
 // rows spoil generation metrics, unscored ones NLL metrics.
-std::string unfinished_rows(const ItemPairs& pairs, Uses uses);
+// `count_word` names them ("items" or "rows").
+std::string unfinished_rows(const ItemPairs& pairs, Uses uses, const std::string& count_word);
 
 // A metric's two series on the pairs (the pairs either arm does not count
 // left out), or in `missing` why it cannot be judged.

@@ -65,7 +65,7 @@ void judge_section(Walk& w, const Gates& gates, const MetricKey<Gates> (&table)[
       continue;
     }
     const ItemPairs pairs = pair_items(*s.candidate, *s.reference);
-    const std::string unfinished = unfinished_rows(pairs, m.spec.uses);
+    const std::string unfinished = unfinished_rows(pairs, m.spec.uses, s.count_word);
     if (!unfinished.empty()) {
       w.judge.unjudged(c, Verdict::kInconclusive, unfinished);
       continue;

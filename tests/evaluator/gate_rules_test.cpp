@@ -254,7 +254,7 @@ TEST(GateRules, DifferingTokenizersCompareNatsPerByte) {
   generic.generic[1].row_tokens[5] = 0;
   const GateResult failed_row = evaluate_gates(config_of("generic: {nll_mean: {max_rise: 0.2}}\n"), generic, {})[0];
   EXPECT_EQ(failed_row.verdict, Verdict::kInconclusive);
-  EXPECT_EQ(failed_row.why, "1 item was not scored in full (first: candidate 5: no tokens scored)");
+  EXPECT_EQ(failed_row.why, "1 row was not scored in full (first: candidate 5: no tokens scored)");
 }
 
 TEST(GateRules, RowsThatDidNotFinishAreInconclusive) {
