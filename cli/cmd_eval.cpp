@@ -38,6 +38,7 @@ int exit_code(eval::Verdict v) {
     case eval::Verdict::kPass: return kExitPass;
     case eval::Verdict::kFail: return kExitFail;
     case eval::Verdict::kInconclusive: return kExitInconclusive;
+    case eval::Verdict::kSkipped: return kExitInconclusive;  // a run's verdict is never skipped
   }
   return kExitError;
 }
@@ -201,16 +202,25 @@ Result<eval::Verdict> show_eval(const std::string& db, int64_t id, const std::st
   run.id = id;
   LG_ASSIGN_OR_RETURN(eval::GateConfig gates, eval::GateConfig::parse(run.gates_text, "stored gates of run " +
                                                                                           std::to_string(id)));
+  // The recorded reference it was judged against: that run and arm again.
   std::optional<eval::RunResult> recorded;
-  if (report.contains("recorded_run_id")) {  // the recorded arm it was judged against
-    LG_ASSIGN_OR_RETURN(EvaluationRecord earlier, store->get(report["recorded_run_id"].get<int64_t>()));
+  if (run.recorded_run_id > 0) {
+    LG_ASSIGN_OR_RETURN(EvaluationRecord earlier, store->get(run.recorded_run_id));
     const json stored = json::parse(earlier.report, nullptr, /*allow_exceptions=*/false);
     if (stored.is_discarded()) return Status::corrupt("evaluation run " + std::to_string(earlier.id) + ": not JSON");
     LG_ASSIGN_OR_RETURN(eval::RunResult r, eval::run_from_json(stored));
+    r.id = earlier.id;
     recorded = std::move(r);
   }
-  const std::vector<eval::GateResult> again = eval::evaluate_gates(gates, run, {recorded ? &*recorded : nullptr});
+  const std::string recorded_arm = run.recorded_arm.empty() ? "online" : run.recorded_arm;
+  // Every configured gate comes back, skipped ones included, so the list is the stored one's.
+  const std::vector<eval::GateResult> again =
+      eval::evaluate_gates(gates, run, {recorded ? &*recorded : nullptr, recorded_arm});
   const eval::Verdict verdict = eval::overall_verdict(again);
+  if (again.size() != run.gates.size()) {
+    return Status::internal("run " + std::to_string(id) + " stored " + std::to_string(run.gates.size()) +
+                            " gates but its items give " + std::to_string(again.size()));
+  }
   if (verdict != run.verdict) {
     return Status::internal("run " + std::to_string(id) + " was stored as " + eval::verdict_name(run.verdict) +
                             " but its items give " + eval::verdict_name(verdict));

@@ -149,7 +149,7 @@ struct GateResult {
   std::string method;             // how the interval was made: "wilson", "newcombe", "paired_bootstrap", ...
   std::string unit;               // what the estimate is in, where it matters: "nats/token", "nats/byte", "ms"
   int64_t n = 0;                  // items (or rows) the gate judged
-  bool optional = false;          // the gates file marks it optional: skipped, it does not make the run inconclusive
+  bool optional = false;          // the gates file marks it optional: skipped or inconclusive, it does not make the run inconclusive
 };
 
 struct RunResult {

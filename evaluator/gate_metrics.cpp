@@ -5,33 +5,27 @@
 
 namespace loragate::eval::gates_detail {
 
-std::vector<std::string> accepted_rules(bool higher_better, bool absolute) {
+std::vector<std::string> accepted_rules(const MetricSpec& spec, bool absolute) {
+  if (spec.method == Method::kFlips) return {"max_rate"};
   std::vector<std::string> rules;
-  if (higher_better) {
+  if (spec.higher_better) {
     if (absolute) rules.push_back("floor");
     rules.push_back("max_drop");
   } else {
     if (absolute) rules.push_back("ceiling");
     rules.push_back("max_rise");
     rules.push_back("max_rise_rel");
+    if (spec.format == Format::kMs) rules.push_back("min_abs_rise_ms");
   }
   return rules;
 }
 
-bool section_has_rules(const ScenarioGates& g) {
-  for (const auto& m : kScenarioMetrics) {
-    if ((g.*m.gate).any()) return true;
+std::vector<std::string> set_rules(const MetricGate& gate) {
+  std::vector<std::string> rules;
+  for (const RuleKey& r : kRules) {
+    if ((gate.*r.value).has_value() && std::string(r.name) != "min_abs_rise_ms") rules.push_back(r.name);
   }
-  return false;
-}
-
-bool section_has_rules(const GenericGates& g) { return g.nll_mean.any() || g.perplexity.any(); }
-
-bool section_has_rules(const LatencyGates& g) {
-  for (const auto& m : kLatencyMetrics) {
-    if ((g.*m.gate).any()) return true;
-  }
-  return false;
+  return rules;
 }
 
 std::string format_number(const char* format, double v) {

@@ -6,12 +6,16 @@
 //   format, id, started_at, online_base, online_sha256, candidate_base,
 //   candidate_sha256, suite_path, suite_sha256, suite_text, gates_sha256,
 //   gates_text, seed, verdict ("pass" / "fail" / "inconclusive"),
-//   gates: [{scenario, metric, against, rule, verdict, estimate, low, high, margin, why}],
+//   recorded_run_id, recorded_arm (the recorded reference judged against; 0 = none),
+//   online_tokenizer_sha256, candidate_tokenizer_sha256, latency_biased,
+//   gates: [{scenario, metric, against, rule, verdict ("pass" / "fail" /
+//     "inconclusive" / "skipped"), estimate, low, high, margin, why, method,
+//     unit, n, optional}],
 //   scenario_order: [names in suite order],
 //   scenarios.<name>.<arm>: {base, base_sha256, adapter, adapter_sha256,
 //     metrics: {the ArmMetrics fields, named as in expected_metrics.json},
 //     items: [{the ItemResult fields}]},
-//   generic.<arm>: {nll_mean, perplexity, rows: [{nll_sum, n_tokens}]}.
+//   generic.<arm>: {nll_mean, perplexity, rows: [{nll_sum, n_tokens, n_bytes}]}.
 // JSON has no NaN or infinity: a NaN double is written as null and ±infinity
 // as the strings "inf" / "-inf"; run_from_json reads them back. Strings are
 // copied as they are: dump the JSON with error_handler_t::replace when the
@@ -42,7 +46,8 @@ nlohmann::json report_json(const RunResult& run);
 // (e.g. "scenarios.mia.online.items[3].ttft_ms").
 Result<RunResult> run_from_json(const nlohmann::json& json);
 
-// The page: the verdict with both bases; the gate table; base quality
+// The page: the verdict with both bases; the gate table (skipped gates with
+// why, each gate's interval method and unit); base quality
 // (generic perplexity, the arms without adapters); then per scenario the
 // online and candidate metrics as bars, latency distributions and the items
 // that flipped (online right, candidate wrong) side by side.

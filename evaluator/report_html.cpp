@@ -145,20 +145,22 @@ std::string verdict_section(const RunResult& run) {
        "</b> <code>" + html_escape(short_sha(run.online_sha256)) + "</code></div>";
   h += "<div>" + std::to_string(run.gates.size()) + " gates: " + std::to_string(counts[Verdict::kPass]) + " pass, " +
        std::to_string(counts[Verdict::kFail]) + " fail, " + std::to_string(counts[Verdict::kInconclusive]) +
-       " inconclusive</div>";
-  // What decided the verdict: the failing gates, then the inconclusive ones.
+       " inconclusive, " + std::to_string(counts[Verdict::kSkipped]) + " skipped</div>";
+  // What decided the verdict: the failing gates, then the required gates that
+  // were inconclusive or skipped (optional ones hold nothing back).
   constexpr int kReasons = 6;
   std::string reasons;
-  int shown = 0;
-  for (Verdict v : {Verdict::kFail, Verdict::kInconclusive}) {
+  int shown = 0, undecided = 0;
+  for (Verdict v : {Verdict::kFail, Verdict::kInconclusive, Verdict::kSkipped}) {
     for (const GateResult& g : run.gates) {
-      if (g.verdict != v || shown == kReasons) continue;
+      if (g.verdict != v || (v != Verdict::kFail && g.optional)) continue;
+      ++undecided;
+      if (shown == kReasons) continue;
       ++shown;
       reasons += "<li><b>" + std::string(verdict_name(v)) + "</b> " + html_escape(g.scenario) + " / " +
                  html_escape(g.metric) + ": " + html_escape(g.why) + "</li>";
     }
   }
-  const int undecided = counts[Verdict::kFail] + counts[Verdict::kInconclusive];
   if (undecided > kReasons)
     reasons += "<li>and " + std::to_string(undecided - kReasons) + " more in the gate table</li>";
   if (!reasons.empty()) h += "<ul>" + reasons + "</ul>";
@@ -166,7 +168,11 @@ std::string verdict_section(const RunResult& run) {
   h += "<p class=\"meta\">run " + std::to_string(run.id) + " &middot; started " + utc_time(run.started_at) +
        " &middot; suite <code>" + html_escape(run.suite_path) + "</code> <code>" +
        html_escape(short_sha(run.suite_sha256)) + "</code> &middot; gates <code>" +
-       html_escape(short_sha(run.gates_sha256)) + "</code> &middot; seed " + std::to_string(run.seed) + "</p>";
+       html_escape(short_sha(run.gates_sha256)) + "</code> &middot; seed " + std::to_string(run.seed) +
+       (run.recorded_run_id > 0 ? " &middot; recorded reference: run " + std::to_string(run.recorded_run_id) + "'s " +
+                                      html_escape(run.recorded_arm) + " arm"
+                                : std::string()) +
+       "</p>";
   return h;
 }
 
@@ -174,14 +180,19 @@ std::string gate_section(const RunResult& run) {
   std::string h = "<h2>Gates</h2>";
   if (run.gates.empty()) return h + "<p>No gates were applied.</p>";
   h += "<p class=\"meta\">Estimate: candidate minus reference (the candidate's value for absolute gates), "
-       "with its confidence interval; margin: the bound the gate allows.</p>";
+       "with its confidence interval by the method named; margin: the bound the gate allows; n: the items "
+       "(rows) judged. A skipped gate could not be judged (why says why); unless optional it leaves the run "
+       "inconclusive.</p>";
   h += "<table><tr><th>verdict</th><th>scenario</th><th>metric</th><th>against</th><th>rule</th><th>estimate</th>"
-       "<th>interval</th><th>margin</th><th>why</th></tr>";
+       "<th>interval</th><th>method</th><th>n</th><th>margin</th><th>why</th></tr>";
   for (const GateResult& g : run.gates) {
-    h += "<tr>" + td(badge(g.verdict)) + td(html_escape(g.scenario)) + td(html_escape(g.metric)) +
-         td(html_escape(g.against)) + td(html_escape(g.rule)) + td(fmt_signed(g.estimate, 4), true) +
-         td("[" + fmt(g.low, 4) + ", " + fmt(g.high, 4) + "]", true) + td(fmt(g.margin, 4), true) +
-         td(html_escape(g.why)) + "</tr>";
+    const std::string unit = g.unit.empty() ? "" : " " + html_escape(g.unit);
+    const std::string verdict = badge(g.verdict) + (g.optional ? " <span class=\"meta\">optional</span>" : "");
+    h += "<tr>" + td(verdict) + td(html_escape(g.scenario)) + td(html_escape(g.metric)) +
+         td(html_escape(g.against)) + td(html_escape(g.rule)) + td(fmt_signed(g.estimate, 4) + unit, true) +
+         td("[" + fmt(g.low, 4) + ", " + fmt(g.high, 4) + "]", true) +
+         td(g.method.empty() ? "-" : html_escape(g.method)) + td(std::to_string(g.n), true) +
+         td(fmt(g.margin, 4), true) + td(html_escape(g.why)) + "</tr>";
   }
   return h + "</table>";
 }

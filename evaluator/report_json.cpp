@@ -55,6 +55,10 @@ json item_json(const ItemResult& it) {
       {"n_ref_tokens", it.n_ref_tokens},
       {"ttft_ms", number(it.ttft_ms)},
       {"tpot_ms", number(it.tpot_ms)},
+      {"unfinished", it.unfinished},
+      {"unscored", it.unscored},
+      {"reference_bytes", it.reference_bytes},
+      {"order", it.order},
   };
 }
 
@@ -75,7 +79,8 @@ json generic_json(const GenericResult& g) {
   json rows = json::array();
   for (size_t i = 0; i < g.row_nll_sum.size() || i < g.row_tokens.size(); ++i) {
     rows.push_back({{"nll_sum", number(i < g.row_nll_sum.size() ? g.row_nll_sum[i] : 0.0)},
-                    {"n_tokens", i < g.row_tokens.size() ? g.row_tokens[i] : 0}});
+                    {"n_tokens", i < g.row_tokens.size() ? g.row_tokens[i] : 0},
+                    {"n_bytes", i < g.row_bytes.size() ? g.row_bytes[i] : 0}});
   }
   return {{"nll_mean", number(g.nll_mean)}, {"perplexity", number(g.perplexity)}, {"rows", std::move(rows)}};
 }
@@ -92,6 +97,10 @@ json gate_json(const GateResult& g) {
       {"high", number(g.high)},
       {"margin", number(g.margin)},
       {"why", g.why},
+      {"method", g.method},
+      {"unit", g.unit},
+      {"n", g.n},
+      {"optional", g.optional},
   };
 }
 
@@ -174,6 +183,13 @@ class Reader {
     }
   }
 
+  void get(const json& obj, const char* key, const std::string& where, bool* out) {
+    const json* v = find(obj, key);
+    if (!v) return;
+    if (!v->is_boolean()) return fail(path(where, key), "expected true or false");
+    *out = v->get<bool>();
+  }
+
   void get(const json& obj, const char* key, const std::string& where, Verdict* out) {
     std::string s;
     if (!find(obj, key)) return;
@@ -254,6 +270,10 @@ ItemResult read_item(Reader& r, const json& j, const std::string& at) {
   r.get(j, "n_ref_tokens", at, &it.n_ref_tokens);
   r.get(j, "ttft_ms", at, &it.ttft_ms);
   r.get(j, "tpot_ms", at, &it.tpot_ms);
+  r.get(j, "unfinished", at, &it.unfinished);
+  r.get(j, "unscored", at, &it.unscored);
+  r.get(j, "reference_bytes", at, &it.reference_bytes);
+  r.get(j, "order", at, &it.order);
   return it;
 }
 
@@ -289,12 +309,14 @@ GenericResult read_generic(Reader& r, const std::string& name, const json& j, co
     for (size_t i = 0; i < rows->size() && r.ok(); ++i) {
       const std::string row_at = Reader::path(at, "rows") + "[" + std::to_string(i) + "]";
       double nll = 0;
-      int64_t tokens = 0;
+      int64_t tokens = 0, bytes = 0;
       if (!(*rows)[i].is_object()) r.fail(row_at, "expected an object");
       r.get((*rows)[i], "nll_sum", row_at, &nll);
       r.get((*rows)[i], "n_tokens", row_at, &tokens);
+      r.get((*rows)[i], "n_bytes", row_at, &bytes);
       g.row_nll_sum.push_back(nll);
       g.row_tokens.push_back(tokens);
+      g.row_bytes.push_back(bytes);
     }
   }
   return g;
@@ -316,6 +338,10 @@ GateResult read_gate(Reader& r, const json& j, const std::string& at) {
   r.get(j, "high", at, &g.high);
   r.get(j, "margin", at, &g.margin);
   r.get(j, "why", at, &g.why);
+  r.get(j, "method", at, &g.method);
+  r.get(j, "unit", at, &g.unit);
+  r.get(j, "n", at, &g.n);
+  r.get(j, "optional", at, &g.optional);
   return g;
 }
 
@@ -397,6 +423,11 @@ nlohmann::json report_json(const RunResult& run) {
       {"gates_text", run.gates_text},
       {"seed", run.seed},
       {"verdict", verdict_name(run.verdict)},
+      {"recorded_run_id", run.recorded_run_id},
+      {"recorded_arm", run.recorded_arm},
+      {"online_tokenizer_sha256", run.online_tokenizer_sha256},
+      {"candidate_tokenizer_sha256", run.candidate_tokenizer_sha256},
+      {"latency_biased", run.latency_biased},
       {"gates", std::move(gates)},
       {"scenario_order", std::move(order)},
       {"scenarios", std::move(scenarios)},
@@ -426,6 +457,11 @@ Result<RunResult> run_from_json(const nlohmann::json& j) {
   r.get(j, "gates_text", "", &run.gates_text);
   r.get(j, "seed", "", &run.seed);
   r.get(j, "verdict", "", &run.verdict);
+  r.get(j, "recorded_run_id", "", &run.recorded_run_id);
+  r.get(j, "recorded_arm", "", &run.recorded_arm);
+  r.get(j, "online_tokenizer_sha256", "", &run.online_tokenizer_sha256);
+  r.get(j, "candidate_tokenizer_sha256", "", &run.candidate_tokenizer_sha256);
+  r.get(j, "latency_biased", "", &run.latency_biased);
   if (const json* gates = r.array(j, "gates", "")) {
     for (size_t i = 0; i < gates->size() && r.ok(); ++i)
       run.gates.push_back(read_gate(r, (*gates)[i], "gates[" + std::to_string(i) + "]"));

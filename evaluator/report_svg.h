@@ -23,7 +23,7 @@ std::string fmt(double v, int decimals);
 std::string fmt_signed(double v, int decimals);
 // The first 8 hex digits of a sha256, "-" when there is none.
 std::string short_sha(const std::string& sha256);
-// The page's colour of a verdict: pass green, fail red, inconclusive amber.
+// The page's colour of a verdict: pass green, fail red, inconclusive amber, skipped grey.
 const char* verdict_colour(Verdict v);
 
 // One bar of a metric row, optionally with a confidence whisker [low, high].

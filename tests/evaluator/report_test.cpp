@@ -90,7 +90,11 @@ ArmResult make_arm(const std::string& scenario, const std::string& arm, const st
 GateResult gate(const std::string& scenario, const std::string& metric, const std::string& against,
                 const std::string& rule, Verdict v, double est, double low, double high, double margin,
                 const std::string& why) {
-  return {scenario, metric, against, rule, v, est, low, high, margin, why};
+  GateResult g;
+  g.scenario = scenario, g.metric = metric, g.against = against, g.rule = rule, g.verdict = v;
+  g.estimate = est, g.low = low, g.high = high, g.margin = margin, g.why = why;
+  g.method = "paired_bootstrap", g.n = 40;
+  return g;
 }
 
 // 3 scenarios; mia has two flips (one with a script tag as its output) and a
@@ -145,7 +149,24 @@ RunResult sample_run() {
       gate("sunny", "keyword_rate", "absolute", "floor", Verdict::kPass, 0.833, 0.6, 1.0, 0.5, "above the floor"),
       gate("generic", "perplexity", "online", "max_rise_rel", Verdict::kFail, 0.3193, 0.28, 0.36, 0.1,
            "perplexity rose 32% (> 10%) & more"),
+      gate("mia", "ttft_p90", "online", "max_rise_rel", Verdict::kSkipped, std::nan(""), std::nan(""),
+           std::nan(""), 0.5, "candidate ttft_p90 max_rise_rel: biased: measured beside live traffic"),
   };
+  run.gates[3].unit = "nats/byte";
+  run.gates[4].method = "wilson";
+  run.gates.back().method = "", run.gates.back().unit = "ms", run.gates.back().n = 0;
+  run.gates.back().optional = true;
+  run.recorded_run_id = 7;
+  run.recorded_arm = "candidate";
+  run.online_tokenizer_sha256 = std::string(64, '1');
+  run.candidate_tokenizer_sha256 = std::string(64, '2');
+  run.latency_biased = true;
+  ItemResult& cut = run.scenarios[1].arms["candidate"].items[2];
+  cut.unfinished = "cancelled";
+  cut.unscored = "the reference was cut at the context length";
+  cut.reference_bytes = 57;
+  cut.order = 1;
+  run.generic[0].row_bytes.assign(run.generic[0].row_nll_sum.size(), 512);
   run.verdict = Verdict::kFail;
   return run;
 }
@@ -181,6 +202,10 @@ void expect_item(const json& j, const ItemResult& it) {
   EXPECT_EQ(j.at("n_ref_tokens"), it.n_ref_tokens);
   EXPECT_EQ(j.at("ttft_ms"), it.ttft_ms);
   EXPECT_EQ(j.at("tpot_ms"), it.tpot_ms);
+  EXPECT_EQ(j.at("unfinished"), it.unfinished);
+  EXPECT_EQ(j.at("unscored"), it.unscored);
+  EXPECT_EQ(j.at("reference_bytes"), it.reference_bytes);
+  EXPECT_EQ(j.at("order"), it.order);
 }
 
 TEST(ReportJson, HoldsEveryFieldOfTheRun) {
@@ -211,12 +236,25 @@ TEST(ReportJson, HoldsEveryFieldOfTheRun) {
     EXPECT_EQ(g.at("against"), e.against);
     EXPECT_EQ(g.at("rule"), e.rule);
     EXPECT_EQ(g.at("verdict"), verdict_name(e.verdict));
-    EXPECT_EQ(g.at("estimate"), e.estimate);
-    EXPECT_EQ(g.at("low"), e.low);
-    EXPECT_EQ(g.at("high"), e.high);
+    if (e.verdict != Verdict::kSkipped) {  // a skipped gate has no estimate: null
+      EXPECT_EQ(g.at("estimate"), e.estimate);
+      EXPECT_EQ(g.at("low"), e.low);
+      EXPECT_EQ(g.at("high"), e.high);
+    }
     EXPECT_EQ(g.at("margin"), e.margin);
     EXPECT_EQ(g.at("why"), e.why);
+    EXPECT_EQ(g.at("method"), e.method);
+    EXPECT_EQ(g.at("unit"), e.unit);
+    EXPECT_EQ(g.at("n"), e.n);
+    EXPECT_EQ(g.at("optional"), e.optional);
   }
+  EXPECT_EQ(j["gates"].back()["verdict"], "skipped");
+  EXPECT_TRUE(j["gates"].back()["estimate"].is_null());
+  EXPECT_EQ(j.at("recorded_run_id"), 7);
+  EXPECT_EQ(j.at("recorded_arm"), "candidate");
+  EXPECT_EQ(j.at("online_tokenizer_sha256"), run.online_tokenizer_sha256);
+  EXPECT_EQ(j.at("candidate_tokenizer_sha256"), run.candidate_tokenizer_sha256);
+  EXPECT_EQ(j.at("latency_biased"), true);
   EXPECT_EQ(j["gates"][0]["verdict"], "inconclusive");
   EXPECT_EQ(j["gates"][1]["verdict"], "pass");
 
@@ -246,6 +284,7 @@ TEST(ReportJson, HoldsEveryFieldOfTheRun) {
     ASSERT_EQ(gj.at("rows").size(), g.row_nll_sum.size());
     EXPECT_EQ(gj["rows"][3]["nll_sum"], g.row_nll_sum[3]);
     EXPECT_EQ(gj["rows"][3]["n_tokens"], g.row_tokens[3]);
+    EXPECT_EQ(gj["rows"][3]["n_bytes"], g.row_bytes.empty() ? 0 : g.row_bytes[3]);
   }
 }
 
@@ -270,6 +309,20 @@ TEST(ReportJson, RoundTripsThroughText) {
   EXPECT_EQ(back->seed, run.seed);
   EXPECT_EQ(back->verdict, Verdict::kFail);
   EXPECT_EQ(back->gates[0].verdict, Verdict::kInconclusive);
+  const GateResult& skipped = back->gates.back();
+  EXPECT_EQ(skipped.verdict, Verdict::kSkipped);
+  EXPECT_TRUE(std::isnan(skipped.estimate));
+  EXPECT_TRUE(skipped.optional);
+  EXPECT_EQ(skipped.unit, "ms");
+  EXPECT_EQ(back->gates[4].method, "wilson");
+  EXPECT_EQ(back->gates[3].unit, "nats/byte");
+  EXPECT_EQ(back->gates[3].n, 40);
+  EXPECT_EQ(back->recorded_run_id, 7);
+  EXPECT_EQ(back->recorded_arm, "candidate");
+  EXPECT_TRUE(back->latency_biased);
+  EXPECT_EQ(back->scenarios[1].arms.at("candidate").items[2].unfinished, "cancelled");
+  EXPECT_EQ(back->scenarios[1].arms.at("candidate").items[2].reference_bytes, 57);
+  EXPECT_EQ(back->generic[0].row_bytes, run.generic[0].row_bytes);
 }
 
 TEST(ReportJson, KeepsNanAndInfinity) {
@@ -350,6 +403,13 @@ TEST(ReportHtml, IsSelfContainedAndComplete) {
   }
   EXPECT_NE(html.find(">inconclusive<"), std::string::npos);
   EXPECT_NE(html.find(">pass<"), std::string::npos);
+  // The skipped gate is in the table with its why, marked optional, with each gate's method.
+  EXPECT_NE(html.find(">skipped<"), std::string::npos);
+  EXPECT_NE(html.find("1 skipped"), std::string::npos);
+  EXPECT_NE(html.find(">optional<"), std::string::npos);
+  EXPECT_NE(html.find("<td>wilson</td>"), std::string::npos);
+  EXPECT_NE(html.find("nats/byte"), std::string::npos);
+  EXPECT_NE(html.find("recorded reference: run 7's candidate arm"), std::string::npos);
   // mia's two flipped items are listed with both outputs; cat has none.
   EXPECT_NE(html.find("2 items online got right and the candidate got wrong"), std::string::npos);
   EXPECT_NE(html.find("0 items online got right"), std::string::npos);
