@@ -40,6 +40,10 @@ struct EngineOptions {
   int64_t adapter_host_bytes = kDefaultAdapterHostBytes;   // loaded adapters kept in host memory
   int64_t max_logits_rows = 256;  // scored prompt rows computed per step at most (bounds the logits buffer);
                                   // decode rows are not counted
+  // Tokens of background requests (RequestPriority::kBackground) per step at
+  // most, within what live requests left: a live request arriving mid-step
+  // waits for the step, so background work keeps steps short.
+  int64_t max_background_tokens = 32;
   // Where load() gets its model runner (not a YAML key: for embedders and
   // tests that run a runner of their own); null = load_model_runner.
   std::function<Result<std::unique_ptr<ModelRunner>>(const ModelDir& model, const RunnerOptions& options)>
