@@ -22,12 +22,13 @@
 //    serving caller is queued, share 1 lets serving run only while no
 //    candidate is;
 //  - FIFO within a class.
-// Contention (between serving and candidate) is decided among the callers queued at the moment the gate
-// frees up. A loop that steps again at once should therefore queue for its
-// next turn (enqueue()) before giving back the current one: otherwise, with
-// two alternating loops, each release would find only the other loop queued
-// and every grant would be uncontested (strict alternation, share 0.5).
-// EngineLoop does this while its engine has work.
+// Contention (between serving and candidate) is decided among the callers
+// queued at the moment the gate frees up. A loop that steps again at once
+// should therefore queue for its next turn (enqueue()) before giving back the
+// current one: otherwise, with two alternating loops, each release would find
+// only the other loop queued and every grant would be uncontested (strict
+// alternation, share 0.5); and a busy serving loop keeps background callers
+// waiting until it idles. EngineLoop does this while its engine has work.
 //
 // Ownership: shared (std::shared_ptr) by the loops using it; it must outlive
 // every Turn taken from it. Thread-safety: all methods are thread-safe; a Turn

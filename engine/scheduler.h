@@ -46,7 +46,7 @@ struct SchedulerOptions {
   int64_t max_num_batched_tokens = 512;  // tokens per step, all sequences together
   int32_t max_num_seqs = 64;             // sequences running at once
   int64_t max_logits_rows = 256;         // scored prompt positions per step, all sequences together
-  int64_t max_background_tokens = 32;    // background tokens per step at most, within what live work left
+  int64_t max_background_tokens = 16;    // background tokens per step at most, within what live work left
 };
 
 struct ScheduledChunk {
