@@ -106,8 +106,9 @@ std::vector<ScheduledChunk> Scheduler::schedule() {
   Plan plan;
   StepBudget budget{options_.max_num_batched_tokens, options_.max_logits_rows};
   plan_running(kLive, plan, budget);
-  // Waiting sequences join only in a step where their class did not have to
-  // preempt one of its own: they would only thrash.
+  // Live waiting sequences join only in a step that preempted no live one
+  // (they would only thrash); background ones only in a step that preempted
+  // nobody and left no live one waiting for room (they would take it).
   const bool live_left_waiting = !plan.preempted_live && admit_waiting(kLive, plan, budget);
 
   // Background work: what live work left, capped so the step stays short.
