@@ -15,35 +15,62 @@ double clamp_share(double share) {
 
 }  // namespace
 
+const char* gate_class_name(GateClass c) {
+  switch (c) {
+    case GateClass::kServing: return "serving";
+    case GateClass::kCandidate: return "candidate";
+    case GateClass::kBackground: return "background";
+  }
+  return "serving";
+}
+
 ComputeGate::ComputeGate(double candidate_share) : share_(clamp_share(candidate_share)) {}
 
-uint64_t ComputeGate::enqueue_locked(bool serving) {
+uint64_t ComputeGate::enqueue_locked(GateClass c) {
   const uint64_t ticket = next_ticket_++;
-  (serving ? serving_queue_ : candidate_queue_).push_back({ticket, Clock::now()});
+  queue_locked(c).push_back({ticket, Clock::now()});
   grant_locked();
   return ticket;
 }
 
 void ComputeGate::grant_locked() {
-  if (holder_ != 0 || (serving_queue_.empty() && candidate_queue_.empty())) return;
+  if (holder_ != 0) return;
+  GateClass next = GateClass::kBackground;  // only while neither live class is queued
   const bool contested = !serving_queue_.empty() && !candidate_queue_.empty();
-  bool candidate = serving_queue_.empty();
   if (contested) {
     ++stats_.contested_grants;
     const double total = static_cast<double>(stats_.contested_serving_ns + stats_.contested_candidate_ns);
-    candidate = share_ > 0 && static_cast<double>(stats_.contested_candidate_ns) <= share_ * total;
+    const bool candidate = share_ > 0 && static_cast<double>(stats_.contested_candidate_ns) <= share_ * total;
     if (candidate) ++stats_.contested_candidate_turns;
+    next = candidate ? GateClass::kCandidate : GateClass::kServing;
+  } else if (!serving_queue_.empty()) {
+    next = GateClass::kServing;
+  } else if (!candidate_queue_.empty()) {
+    next = GateClass::kCandidate;
   }
-  std::deque<Queued>& queue = candidate ? candidate_queue_ : serving_queue_;
+  std::deque<Queued>& queue = queue_locked(next);
+  if (queue.empty()) return;
   const Clock::time_point now = Clock::now();
   holder_ = queue.front().ticket;
-  holder_serving_ = !candidate;
+  holder_class_ = next;
   holder_contested_ = contested;
   held_since_ = now;
   const int64_t waited = std::chrono::duration_cast<std::chrono::nanoseconds>(now - queue.front().since).count();
   queue.pop_front();
-  ++(candidate ? stats_.candidate_turns : stats_.serving_turns);
-  (candidate ? stats_.candidate_wait_ns : stats_.serving_wait_ns) += waited;
+  switch (next) {
+    case GateClass::kServing:
+      ++stats_.serving_turns;
+      stats_.serving_wait_ns += waited;
+      break;
+    case GateClass::kCandidate:
+      ++stats_.candidate_turns;
+      stats_.candidate_wait_ns += waited;
+      break;
+    case GateClass::kBackground:
+      ++stats_.background_turns;
+      stats_.background_wait_ns += waited;
+      break;
+  }
   granted_.notify_all();
 }
 
@@ -51,21 +78,26 @@ void ComputeGate::release_locked(uint64_t ticket) {
   assert(holder_ == ticket);
   if (holder_ != ticket) return;
   const int64_t held = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - held_since_).count();
-  (holder_serving_ ? stats_.serving_held_ns : stats_.candidate_held_ns) += held;
-  if (holder_contested_) (holder_serving_ ? stats_.contested_serving_ns : stats_.contested_candidate_ns) += held;
+  const bool serving = holder_class_ == GateClass::kServing;
+  switch (holder_class_) {
+    case GateClass::kServing: stats_.serving_held_ns += held; break;
+    case GateClass::kCandidate: stats_.candidate_held_ns += held; break;
+    case GateClass::kBackground: stats_.background_held_ns += held; break;
+  }
+  if (holder_contested_) (serving ? stats_.contested_serving_ns : stats_.contested_candidate_ns) += held;
   holder_ = 0;
   grant_locked();
 }
 
-void ComputeGate::withdraw_locked(uint64_t ticket, bool serving) {
-  std::deque<Queued>& queue = serving ? serving_queue_ : candidate_queue_;
+void ComputeGate::withdraw_locked(uint64_t ticket, GateClass c) {
+  std::deque<Queued>& queue = queue_locked(c);
   auto it = std::find_if(queue.begin(), queue.end(), [&](const Queued& q) { return q.ticket == ticket; });
   if (it != queue.end()) queue.erase(it);
 }
 
-void ComputeGate::acquire(bool serving) {
+void ComputeGate::acquire(GateClass c) {
   std::unique_lock<std::mutex> lock(mu_);
-  const uint64_t ticket = enqueue_locked(serving);
+  const uint64_t ticket = enqueue_locked(c);
   granted_.wait(lock, [&] { return holder_ == ticket; });
 }
 
@@ -75,9 +107,9 @@ void ComputeGate::release() {
   if (holder_ != 0) release_locked(holder_);
 }
 
-ComputeGate::Turn ComputeGate::enqueue(bool serving) {
+ComputeGate::Turn ComputeGate::enqueue(GateClass c) {
   std::lock_guard<std::mutex> lock(mu_);
-  return Turn(this, enqueue_locked(serving), serving);
+  return Turn(this, enqueue_locked(c), c);
 }
 
 void ComputeGate::wake_waiters() {
@@ -90,25 +122,27 @@ ComputeGateStats ComputeGate::stats() const {
   ComputeGateStats s = stats_;
   s.serving_queued = static_cast<int32_t>(serving_queue_.size());
   s.candidate_queued = static_cast<int32_t>(candidate_queue_.size());
+  s.background_queued = static_cast<int32_t>(background_queue_.size());
   s.held = holder_ != 0;
-  s.held_by_serving = s.held && holder_serving_;
+  s.held_by_serving = s.held && holder_class_ == GateClass::kServing;
+  s.held_by = holder_class_;
   return s;
 }
 
 // ---------------------------------------------------------------------------
 // Turn
 
-ComputeGate::Turn::Turn(ComputeGate& gate, bool serving) : Turn(gate.enqueue(serving)) { wait(); }
+ComputeGate::Turn::Turn(ComputeGate& gate, GateClass c) : Turn(gate.enqueue(c)) { wait(); }
 
 ComputeGate::Turn::Turn(Turn&& other) noexcept
-    : gate_(std::exchange(other.gate_, nullptr)), ticket_(other.ticket_), serving_(other.serving_) {}
+    : gate_(std::exchange(other.gate_, nullptr)), ticket_(other.ticket_), class_(other.class_) {}
 
 ComputeGate::Turn& ComputeGate::Turn::operator=(Turn&& other) noexcept {
   if (this != &other) {
     reset();
     gate_ = std::exchange(other.gate_, nullptr);
     ticket_ = other.ticket_;
-    serving_ = other.serving_;
+    class_ = other.class_;
   }
   return *this;
 }
@@ -135,7 +169,7 @@ void ComputeGate::Turn::reset() {
     if (gate_->holder_ == ticket_) {
       gate_->release_locked(ticket_);
     } else {
-      gate_->withdraw_locked(ticket_, serving_);
+      gate_->withdraw_locked(ticket_, class_);
     }
   }
   gate_ = nullptr;

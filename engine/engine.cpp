@@ -65,8 +65,9 @@ Engine::Engine(EngineOptions options, std::shared_ptr<const ModelDir> model, std
                           runner_->make_lora_slots(options.max_loras, options.max_lora_rank))
                     : nullptr),
       scheduler_(std::make_unique<Scheduler>(
-          SchedulerOptions{options.max_num_batched_tokens, options.max_num_seqs, options.max_logits_rows}, &blocks_,
-          adapters_.get())),
+          SchedulerOptions{options.max_num_batched_tokens, options.max_num_seqs, options.max_logits_rows,
+                           options.max_background_tokens},
+          &blocks_, adapters_.get())),
       seed_counter_(std::random_device{}()) {
   const ModelConfig& c = runner_->config();
   eos_ids_ = c.eos_token_ids;
@@ -87,6 +88,7 @@ Result<std::unique_ptr<Engine>> Engine::load(std::shared_ptr<const ModelDir> mod
   if (options.max_num_batched_tokens <= 0) return Status::invalid_argument("max_num_batched_tokens must be > 0");
   if (options.max_num_seqs <= 0) return Status::invalid_argument("max_num_seqs must be > 0");
   if (options.max_logits_rows <= 0) return Status::invalid_argument("max_logits_rows must be > 0");
+  if (options.max_background_tokens <= 0) return Status::invalid_argument("max_background_tokens must be > 0");
   if (options.max_loras < 0) return Status::invalid_argument("max_loras must be >= 0");
   if (options.max_loras > 0 && options.max_lora_rank <= 0) return Status::invalid_argument("max_lora_rank must be > 0");
   LG_RETURN_IF_ERROR(cpu::isa_from_env().status());  // a mistyped LORAGATE_ISA is an error, not a silent fallback
@@ -164,6 +166,7 @@ Result<int64_t> Engine::add_request(GenerationRequest request, int64_t id) {
                                         Clock::now());
   seq->sink = request.sink;
   seq->adapter = std::move(request.adapter);
+  seq->priority = request.priority;
   counters_.prompt_tokens += static_cast<int64_t>(seq->prompt_ids().size());
   Sequence* raw = seq.get();
   sequences_.emplace(id, std::move(seq));

@@ -91,6 +91,8 @@ class Engine {
     if (adapters_) adapters_->collect_removed();
   }
   bool has_unfinished() const { return scheduler_->has_work(); }
+  // Live requests queued or running (background ones, RequestPriority::kBackground, do not count).
+  bool has_live_work() const { return scheduler_->has_live_work(); }
   // Results of the requests finished since the last call, in finishing order.
   std::vector<GenerationResult> take_finished();
   // Submits all requests, steps until they finish, returns results in request

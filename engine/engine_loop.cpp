@@ -40,6 +40,11 @@ void EngineLoop::notify_loop() {
   if (gate_ != nullptr) gate_->wake_waiters();
 }
 
+GateClass EngineLoop::turn_class() const {
+  if (!engine_->has_live_work()) return GateClass::kBackground;
+  return serving_.load() ? GateClass::kServing : GateClass::kCandidate;
+}
+
 void EngineLoop::set_serving(bool serving) {
   if (serving_.exchange(serving) == serving) return;
   {
@@ -135,11 +140,11 @@ void EngineLoop::run() {
       turn.reset();  // nothing to step: give up the place (or the turn) at once
     } else {
       if (gate_ != nullptr) {
-        const bool serving = serving_.load();
-        if (!turn.empty() && turn.serving() != serving) turn.reset();
-        if (turn.empty()) turn = gate_->enqueue(serving);
+        const GateClass wanted = turn_class();
+        if (!turn.empty() && turn.gate_class() != wanted) turn.reset();
+        if (turn.empty()) turn = gate_->enqueue(wanted);
         // News (arrivals, cancels, stop, a class change) first; the place in the queue is kept.
-        if (!turn.wait(&news_) || turn.serving() != serving_.load()) continue;
+        if (!turn.wait(&news_) || turn.gate_class() != turn_class()) continue;
       }
       Status s = engine_->step();
       if (!s.is_ok()) {  // step() ended its requests with the error, each sink heard of it
@@ -153,7 +158,7 @@ void EngineLoop::run() {
         // gate counts this loop as contending (compute_gate.h); a stalled
         // loop sleeps first and queues again after.
         ComputeGate::Turn next =
-            engine_->has_unfinished() && !stalled ? gate_->enqueue(serving_.load()) : ComputeGate::Turn();
+            engine_->has_unfinished() && !stalled ? gate_->enqueue(turn_class()) : ComputeGate::Turn();
         turn = std::move(next);  // releases the turn just used
       }
     }

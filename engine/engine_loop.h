@@ -13,7 +13,10 @@
 //
 // With a ComputeGate (shared with other loops on the same cores), every
 // engine step runs inside a turn of the gate, of the serving or the
-// candidate class as serving() says when the turn is requested. While its
+// candidate class as serving() says when the turn is requested, or of the
+// background class while every request of the engine is background-priority
+// (in-server evaluations): then the loop steps only while no other loop's
+// live work is queued, on the serving base as on a candidate. While its
 // engine has work the loop queues for its next turn before giving back the
 // current one, so the gate sees it as contending the whole time (see
 // compute_gate.h). Cancels, submissions and destruction interrupt a wait for
@@ -74,14 +77,16 @@ class EngineLoop {
   MemoryEstimate memory() const;
   // The engine itself, for the engine's own tests and tools (engine/engine.h).
   const Engine& engine() const { return *engine_; }
-  // Which class of the gate's turns this loop takes (read each time it queues
-  // for a turn; a turn already queued in the other class is requeued).
+  // Which class of the gate's turns this loop takes for live work (read each
+  // time it queues for a turn; a turn already queued in another class is requeued).
   void set_serving(bool serving);
   bool serving() const { return serving_.load(); }
   const std::shared_ptr<ComputeGate>& gate() const { return gate_; }
 
  private:
   void run();
+  // The gate class of the next turn: background while the engine has no live work (loop thread only).
+  GateClass turn_class() const;
   // Wakes the loop for news (arrivals, cancels, stop, a class change), also out of a wait for a turn.
   void notify_loop();
 

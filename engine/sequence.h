@@ -91,6 +91,7 @@ class Sequence {
   std::optional<Clock::time_point> first_scheduled;
   const std::vector<Clock::time_point>& token_times() const { return token_times_; }
   int32_t preemptions = 0;
+  RequestPriority priority = RequestPriority::kLive;  // the scheduling class (engine_types.h)
   std::string adapter;          // registered adapter name; "" = the base alone
   int32_t lora_slot = -1;       // slot pinned while running; -1 = none
   int32_t slot_waits = 0;       // steps spent waiting for a free adapter slot

@@ -282,5 +282,84 @@ TEST(ComputeGateTest, WaitReturnsOnInterruptAndKeepsThePlace) {
   EXPECT_EQ(gate.stats().candidate_turns, 1);
 }
 
+// ---------------------------------------------------------------------------
+// The background class (loops whose work is all in-server evaluation).
+
+TEST(ComputeGateTest, BackgroundGetsATurnOnlyWhenNoLiveClassIsQueued) {
+  ComputeGate gate(1.0);  // share 1: the candidate would win every contested grant
+  ComputeGate::Turn holder = gate.enqueue(GateClass::kServing);
+  ComputeGate::Turn background = gate.enqueue(GateClass::kBackground);  // queued first
+  ComputeGate::Turn candidate = gate.enqueue(GateClass::kCandidate);
+  ComputeGate::Turn serving = gate.enqueue(GateClass::kServing);
+  EXPECT_EQ(gate.stats().background_queued, 1);
+  holder.reset();
+  EXPECT_TRUE(candidate.granted()) << "serving and candidate queued: the share decides, background waits";
+  EXPECT_FALSE(background.granted());
+  candidate.reset();
+  EXPECT_TRUE(serving.granted());
+  EXPECT_FALSE(background.granted());
+  ComputeGate::Turn again = gate.enqueue(GateClass::kCandidate);  // queued before serving gives back
+  serving.reset();
+  EXPECT_TRUE(again.granted());
+  EXPECT_FALSE(background.granted());
+  again.reset();
+  EXPECT_TRUE(background.granted()) << "nobody else queued";
+  EXPECT_EQ(background.gate_class(), GateClass::kBackground);
+  EXPECT_FALSE(background.serving());
+  const ComputeGateStats s = gate.stats();
+  EXPECT_EQ(s.held_by, GateClass::kBackground);
+  EXPECT_FALSE(s.held_by_serving);
+  EXPECT_EQ(s.background_turns, 1);
+  EXPECT_EQ(s.contested_grants, 1) << "only the serving/candidate grant was contested";
+  background.reset();
+  EXPECT_FALSE(gate.stats().held);
+  EXPECT_GT(gate.stats().background_held_ns, 0);
+}
+
+TEST(ComputeGateTest, BackgroundAloneGetsEveryTurnAndLeavesTheShareAlone) {
+  ComputeGate gate(0.25);
+  for (int i = 0; i < 50; ++i) ComputeGate::Turn turn(gate, GateClass::kBackground);
+  // Serving and background queued together: serving wins, uncontested.
+  ComputeGate::Turn holder = gate.enqueue(GateClass::kBackground);
+  ComputeGate::Turn background = gate.enqueue(GateClass::kBackground);
+  ComputeGate::Turn serving = gate.enqueue(GateClass::kServing);
+  holder.reset();
+  EXPECT_TRUE(serving.granted());
+  serving.reset();
+  EXPECT_TRUE(background.granted());
+  background.reset();
+  const ComputeGateStats s = gate.stats();
+  EXPECT_EQ(s.background_turns, 52);
+  EXPECT_EQ(s.serving_turns, 1);
+  EXPECT_EQ(s.contested_grants, 0);
+  EXPECT_EQ(s.contested_serving_ns + s.contested_candidate_ns, 0);
+  EXPECT_STREQ(gate_class_name(GateClass::kBackground), "background");
+}
+
+TEST(ComputeGateTest, ABusyServingCallerKeepsBackgroundWaitingUntilItIdles) {
+  ComputeGate gate(0.25);
+  constexpr int kServingTurns = 200;
+  std::atomic<int64_t> serving_turns_when_background_ran{-1};
+  ComputeGate::Turn first = gate.enqueue(GateClass::kServing);
+  ASSERT_TRUE(first.granted());
+  std::thread background([&] {
+    gate.acquire(GateClass::kBackground);
+    serving_turns_when_background_ran = gate.stats().serving_turns;
+    gate.release();
+  });
+  ASSERT_TRUE(eventually([&] { return gate.stats().background_queued == 1; }));
+  std::thread serving([&] {
+    ComputeGate::Turn turn = std::move(first);
+    for (int i = 1; i < kServingTurns; ++i) {
+      ComputeGate::Turn next = gate.enqueue(GateClass::kServing);  // queued before giving back, as EngineLoop does
+      turn = std::move(next);
+      EXPECT_TRUE(turn.wait());
+    }
+  });
+  serving.join();
+  background.join();
+  EXPECT_EQ(serving_turns_when_background_ran.load(), kServingTurns);
+}
+
 }  // namespace
 }  // namespace loragate
