@@ -284,6 +284,10 @@ Result<std::vector<T>> parse_jsonl(std::string_view text, const std::string& pat
     } catch (const json::parse_error& e) {
       // The position only: nlohmann's message quotes the bytes it last read.
       return w.error("", "invalid JSON at column " + std::to_string(e.byte));
+    } catch (const json::exception&) {
+      // out_of_range from a number such as 1e999 (found by fuzz_generic_items): it escaped
+      // the parse_error catch and terminated the server.
+      return w.error("", "invalid JSON: a number out of range");
     }
     if (!obj.is_object()) return w.error("", "must be a JSON object, got " + kind_of(obj));
     if (items.size() == kMaxItemsPerFile) {

@@ -266,6 +266,9 @@ TEST_F(SuiteFiles, OtherItemErrors) {
   EXPECT_HAS(eval_error(R"({"id": "a", "prompt": "x", "reference": "y", "reference_ids": [-3]})"),
              ":1: reference_ids[0]: must be an integer in [0, 2147483647], got one below it");
   EXPECT_HAS(eval_error("\n\n"), ": no items");
+  // A number nlohmann cannot hold throws out_of_range, not parse_error (found by fuzz_generic_items).
+  EXPECT_HAS(eval_error(R"({"id": "a", "prompt": "x", "reference": "y", "reference_sentences": 1e999})"),
+             ":1: invalid JSON: a number out of range");
   auto missing = load_eval_items(dir_ + "/nope.jsonl");
   ASSERT_FALSE(missing.is_ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
