@@ -62,25 +62,42 @@ bool is_pseudo_file_system(const struct statfs& info) {
   }
 }
 
+// Closes a descriptor when it goes out of scope.
+struct ScopedFd {
+  int fd;
+  ~ScopedFd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
 }  // namespace
 
 Result<std::string> read_regular_file(const std::string& path, int64_t max_bytes, const std::string& what,
                                       const std::vector<std::string>& roots) {
   const std::string named = what + " " + path;
-  // O_NONBLOCK: opening a FIFO for reading returns at once instead of waiting for a writer.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
+  // O_PATH first: it opens nothing for reading, so a FIFO does not wait for a
+  // writer and a device's open (a tape that rewinds) has no effect.
+  const int probe = ::open(path.c_str(), O_PATH | O_CLOEXEC);
+  if (probe < 0) {
     const int err = errno;
     if (err == ENOENT || err == ENOTDIR) return Status::not_found("cannot read " + named + ": no such file");
     return Status::io_error("cannot read " + named + ": " + std::strerror(err));
   }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  ScopedFd close_probe{probe};
+  if (!roots.empty()) {
+    // The file opened, not the path resolved before: a link swapped in since is caught here.
+    std::error_code ec;
+    const fs::path real = fs::read_symlink("/proc/self/fd/" + std::to_string(probe), ec);
+    bool inside = false;
+    for (const std::string& root : roots) {
+      const fs::path real_root = fs::canonical(root, ec);
+      inside = inside || (!ec && !real.empty() && path_is_inside(real.string(), real_root.string()));
+    }
+    if (!inside) return Status::invalid_argument(named + " does not exist or is outside every configured root");
+  }
   struct stat st {};
   struct statfs fsinfo {};
-  if (::fstat(fd, &st) != 0 || ::fstatfs(fd, &fsinfo) != 0) {
+  if (::fstat(probe, &st) != 0 || ::fstatfs(probe, &fsinfo) != 0) {
     return Status::io_error("cannot read " + named + ": " + std::strerror(errno));
   }
   if (S_ISDIR(st.st_mode)) return Status::invalid_argument(named + " is a directory, not a file");
@@ -94,16 +111,13 @@ Result<std::string> read_regular_file(const std::string& path, int64_t max_bytes
   if (st.st_size > max_bytes) {
     return Status::invalid_argument(named + " is " + std::to_string(st.st_size) + " bytes, " + limit);
   }
-  if (!roots.empty()) {
-    // The file opened, not the path resolved before: a link swapped in since is caught here.
-    std::error_code ec;
-    const fs::path real = fs::read_symlink("/proc/self/fd/" + std::to_string(fd), ec);
-    bool inside = false;
-    for (const std::string& root : roots) {
-      const fs::path real_root = fs::canonical(root, ec);
-      inside = inside || (!ec && path_is_inside(real.string(), real_root.string()));
-    }
-    if (real.empty() || !inside) return Status::invalid_argument(named + " is outside every configured root");
+  // Now for reading, still non-blocking, and it must be the file just checked.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  ScopedFd close_fd{fd};
+  struct stat again {};
+  if (fd < 0 || ::fstat(fd, &again) != 0) return Status::io_error("cannot read " + named + ": " + std::strerror(errno));
+  if (again.st_dev != st.st_dev || again.st_ino != st.st_ino) {
+    return Status::invalid_argument(named + " was replaced while it was opened");
   }
   std::string bytes;
   bytes.resize(static_cast<size_t>(st.st_size));
