@@ -1,11 +1,13 @@
 #include "evaluator/evaluation_jobs.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "evaluator/promotion_check.h"
 #include "evaluator/run_history.h"
 #include "evaluator/runner.h"
 #include "evaluator/suite.h"
+#include "common/path_roots.h"
 #include "common/sha256.h"
 
 namespace loragate::eval {
@@ -14,7 +16,7 @@ using nlohmann::json;
 
 namespace {
 
-int64_t unix_seconds() {
+int64_t jobs_unix_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
@@ -26,12 +28,12 @@ EvaluationJobs::EvaluationJobs(BaseSet* bases, Registry* registry, EvaluationSto
 
 EvaluationJobs::~EvaluationJobs() {
   cancel_all();
-  std::thread worker;
+  std::vector<std::thread> workers;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    worker.swap(worker_);
+    workers.swap(workers_);
   }
-  if (worker.joinable()) worker.join();
+  for (std::thread& w : workers) w.join();
 }
 
 void EvaluationJobs::cancel_all() {
@@ -43,18 +45,25 @@ void EvaluationJobs::cancel_all() {
   wake_.notify_all();
 }
 
-Result<JobStatus> EvaluationJobs::start(const std::string& candidate, const std::string& suite_path,
-                                        const std::string& gates_path) {
-  LG_ASSIGN_OR_RETURN(Suite suite, load_suite(suite_path));
-  GateConfig gates = GateConfig::defaults();
-  if (!gates_path.empty()) {
-    LG_ASSIGN_OR_RETURN(gates, GateConfig::load(gates_path));
+Status EvaluationJobs::room_for_one_more() const {
+  if (stopping_) return Status::unavailable("the server is shutting down: no new evaluations");
+  if (queue_.size() + static_cast<size_t>(loading_) >= kMaxQueued) {
+    return Status::failed_precondition("too many evaluations queued (" + std::to_string(kMaxQueued) +
+                                       " wait already): try again when one has finished");
   }
+  return Status::ok();
+}
+
+Result<EvaluationJobs::Pending> EvaluationJobs::load(const std::string& candidate, const std::string& suite_path,
+                                                     const std::string& gates_path,
+                                                     const std::vector<std::string>& roots) {
   std::shared_ptr<ServingBase> online = bases_->serving();
   if (online == nullptr) return Status::failed_precondition("no base is serving");
   LG_ASSIGN_OR_RETURN(std::shared_ptr<ServingBase> cand, bases_->find(candidate));
   if (cand == online) return Status::failed_precondition("base '" + candidate + "' is the serving base");
-  // Every scenario must be routed on both bases before anything runs.
+  std::lock_guard<std::mutex> one_at_a_time(load_mu_);
+  // The YAML first: every scenario must be routed on both bases before a file it names is read.
+  LG_ASSIGN_OR_RETURN(Suite suite, read_suite_spec(suite_path, roots));
   for (const ScenarioSpec& s : suite.scenarios) {
     for (const ServingBase* b : {online.get(), cand.get()}) {
       LG_RETURN_IF_ERROR(routed_adapter(*registry_, s.name, b->name())
@@ -63,16 +72,38 @@ Result<JobStatus> EvaluationJobs::start(const std::string& candidate, const std:
                                            "' (PUT /admin/scenarios/" + s.name + " with base)"));
     }
   }
+  LG_RETURN_IF_ERROR(load_suite_items(&suite, roots));
+  GateConfig gates = GateConfig::defaults();
+  if (!gates_path.empty()) {
+    LG_ASSIGN_OR_RETURN(std::string text, read_regular_file(gates_path, kMaxGatesFileBytes, "gates file", roots));
+    LG_ASSIGN_OR_RETURN(gates, GateConfig::parse(text, gates_path));
+  }
+  return Pending{0, std::move(suite), std::move(gates), std::move(online), std::move(cand)};
+}
+
+Result<JobStatus> EvaluationJobs::start(const std::string& candidate, const std::string& suite_path,
+                                        const std::string& gates_path, const std::vector<std::string>& roots) {
+  {  // Refused before a byte is read when it could not wait anyway.
+    std::lock_guard<std::mutex> lock(mu_);
+    LG_RETURN_IF_ERROR(room_for_one_more());
+    ++loading_;
+  }
+  Result<Pending> loaded = load(candidate, suite_path, gates_path, roots.empty() ? options_.roots : roots);
   std::lock_guard<std::mutex> lock(mu_);
+  --loading_;
+  if (!loaded.is_ok()) return loaded.status();
   if (stopping_) return Status::unavailable("the server is shutting down: no new evaluations");
   JobStatus job;
   job.id = next_id_++;
   job.candidate = candidate;
-  job.online = online->name();
+  job.online = loaded->online->name();
   jobs_[job.id] = job;
-  queue_.push_back(Pending{job.id, std::move(suite), std::move(gates), std::move(online), std::move(cand)});
-  if (!worker_.joinable()) worker_ = std::thread([this] { worker_main(); });
-  wake_.notify_all();
+  loaded->id = job.id;
+  queue_.push_back(std::move(loaded).value());
+  // A worker per evaluation that may run now, up to max_running; they stay for later ones.
+  const size_t max_running = static_cast<size_t>(std::max<int32_t>(1, options_.max_running));
+  if (workers_.size() < max_running) workers_.emplace_back([this] { worker_main(); });
+  wake_.notify_one();
   return job;
 }
 
@@ -89,9 +120,10 @@ void EvaluationJobs::worker_main() {
     Pending job = std::move(queue_.front());
     queue_.pop_front();
     const bool cancelled = stopping_;
+    if (!cancelled) jobs_[job.id].state = "running";
     lock.unlock();
     if (cancelled) {
-      store_cancelled(job, unix_seconds());  // queued behind a run when the server stopped
+      store_cancelled(job, jobs_unix_seconds());  // queued behind a run when the server stopped
     } else {
       run_job(std::move(job));
     }
@@ -101,7 +133,7 @@ void EvaluationJobs::worker_main() {
 
 void EvaluationJobs::run_job(Pending job) {
   const int64_t id = job.id;
-  const int64_t started_at = unix_seconds();
+  const int64_t started_at = jobs_unix_seconds();
   auto online_arm = serving_base_arm(job.online, &cancel_running_);
   auto candidate_arm = serving_base_arm(job.candidate, &cancel_running_);
   RunnerOptions options;
@@ -118,6 +150,9 @@ void EvaluationJobs::run_job(Pending job) {
   };
   Result<RunResult> run = run_suite(job.suite, *online_arm, *candidate_arm, options);
   if (!run.is_ok() && run.status().code() == StatusCode::kCancelled) return store_cancelled(job, started_at);
+  // The online arm ran in the live batch, the candidate's under candidate_share of the compute gate:
+  // their latencies measure the scheduler, not the bases, so the latency gates skip them.
+  if (run.is_ok()) run->latency_biased = true;
   const nlohmann::json live = live_source_ ? live_source_(job.candidate->name()) : nlohmann::json();
   if (run.is_ok()) run = judge_and_store(std::move(run).value(), job.gates, *store_, live);
   update(id, [&](JobStatus& j) {
@@ -140,7 +175,7 @@ void EvaluationJobs::store_cancelled(const Pending& job, int64_t started_at) {
   }
   EvaluationRecord record;
   record.started_at = started_at;
-  record.finished_at = unix_seconds();
+  record.finished_at = jobs_unix_seconds();
   record.online_base = job.online->name();
   record.online_sha256 = job.online->sha256();
   record.candidate_base = job.candidate->name();

@@ -1,16 +1,24 @@
 // EvaluationJobs: evaluations inside a running server. start() judges a
-// loaded candidate base against the serving one on the one evaluation worker
-// (runs queue behind each other, each "running" until it ends): the
-// online arm runs on the serving base's loop beside live traffic (one
-// evaluation request at a time, so it never holds more than one sequence of
-// the serving batch), the candidate arms on the candidate's loop (below the
-// serving base in the compute gate). Each scenario's adapter on a base is the
-// one the registry routes that scenario to there. The run is judged with the
-// gates, stored in the history, and its status kept for GET.
+// loaded candidate base against the serving one in the background: at most
+// EvaluationOptions::max_running evaluations run at once, each on its own
+// worker; later ones wait "queued" (at most kMaxQueued, beyond that start()
+// is refused) and run in order. The online arm runs on the serving base's
+// loop beside live traffic (one evaluation request at a time, so it never
+// holds more than one sequence of the serving batch), the candidate arms on
+// the candidate's loop (below the serving base in the compute gate), so the
+// two arms' latencies are not comparable: runs are marked latency_biased.
+// Each scenario's adapter on a base is the one the registry routes that
+// scenario to there. The run is judged with the gates, stored in the
+// history, and its status kept for GET.
+//
+// The suite and gates files are hostile input (an admin client names them):
+// start() reads the suite's YAML first, checks every scenario is routed on
+// both bases, and only then reads the eval files it names, each inside the
+// roots (suite.h has the caps).
 //
 // check_promotion() is what promote asks first: a passing run of this
 // candidate against this serving base, with the adapters the scenarios use
-// now. cancel_all() (shutdown) ends the running evaluation at its next
+// now. cancel_all() (shutdown) ends the running evaluations at their next
 // engine request and drops the queued ones; each is stored with the verdict
 // "cancelled" so the history shows it and it can be run again.
 // Thread-safety: every method may be called from any thread.
@@ -38,7 +46,7 @@ namespace loragate::eval {
 
 // How a server runs evaluations (the YAML's `evaluation:` section).
 struct EvaluationOptions {
-  std::vector<std::string> roots;  // every file a suite names must lie inside one ("" = none checked)
+  std::vector<std::string> roots;  // every file a suite names must lie inside one (empty: start()'s roots)
   PromotionRequirements required;  // what a run must have used to authorise promote
   int32_t max_running = 1;         // evaluations running at once; later ones queue
 };
@@ -46,7 +54,7 @@ struct EvaluationOptions {
 struct JobStatus {
   int64_t id = 0;
   std::string candidate, online;
-  std::string state = "running";  // "running" (or queued), "done", "failed", "cancelled"
+  std::string state = "queued";   // "queued", "running", "done", "failed", "cancelled"
   int64_t done = 0, total = 0;    // units of work
   std::string verdict;            // when done
   int64_t run_id = 0;             // the stored run, when done or cancelled
@@ -57,16 +65,25 @@ class EvaluationJobs {
  public:
   // None owned; all outlive the jobs.
   EvaluationJobs(BaseSet* bases, Registry* registry, EvaluationStore* store, EvaluationOptions options = {});
-  ~EvaluationJobs();  // cancel_all(), then joins the worker
+  ~EvaluationJobs();  // cancel_all(), then joins the workers
   EvaluationJobs(const EvaluationJobs&) = delete;
   EvaluationJobs& operator=(const EvaluationJobs&) = delete;
 
-  // Loads the suite and gates now (errors at once), then runs in the background.
-  Result<JobStatus> start(const std::string& candidate, const std::string& suite_path, const std::string& gates_path);
+  // Evaluations waiting for a worker; one more is refused (failed_precondition).
+  static constexpr size_t kMaxQueued = 16;
+  // The most a gates file may hold: a few dozen rules.
+  static constexpr int64_t kMaxGatesFileBytes = int64_t{1} << 20;
+
+  // Loads the suite and gates now (errors at once), then runs in the
+  // background. Every file the suite names, and the gates file, must lie
+  // inside `roots` (the admin API's evaluation.roots), or inside
+  // EvaluationOptions::roots when `roots` is empty; with neither, any file.
+  Result<JobStatus> start(const std::string& candidate, const std::string& suite_path, const std::string& gates_path,
+                          const std::vector<std::string>& roots = {});
   Result<JobStatus> get(int64_t id) const;
   std::vector<JobStatus> list() const;
-  // Cancels the running evaluation and every queued one; later start()s are refused.
-  // Returns at once: the running one ends at its next engine request.
+  // Cancels the running evaluations and every queued one; later start()s are refused.
+  // Returns at once: the running ones end at their next engine request.
   void cancel_all();
 
   // ok when a passing stored run covers `candidate` against `serving` with the
@@ -85,6 +102,10 @@ class EvaluationJobs {
     GateConfig gates;
     std::shared_ptr<ServingBase> online, candidate;
   };
+  // Whether one more evaluation may wait; mu_ held.
+  Status room_for_one_more() const;
+  Result<Pending> load(const std::string& candidate, const std::string& suite_path, const std::string& gates_path,
+                       const std::vector<std::string>& roots);
   void worker_main();
   void run_job(Pending job);
   // Stores `job` as cancelled after `done` of `total` units (started at `started_at`).
@@ -101,9 +122,11 @@ class EvaluationJobs {
   int64_t next_id_ = 1;                // guarded by mu_
   std::condition_variable wake_;
   std::deque<Pending> queue_;          // guarded by mu_
+  int32_t loading_ = 0;                // start()s between their room check and the queue; guarded by mu_
   bool stopping_ = false;              // guarded by mu_
-  std::atomic<bool> cancel_running_{false};  // read by the running job's arms between and during requests
-  std::thread worker_;                 // started by the first start()
+  std::atomic<bool> cancel_running_{false};  // read by the running jobs' arms between and during requests
+  std::mutex load_mu_;                 // one suite read at a time: its files are capped, not their number
+  std::vector<std::thread> workers_;   // up to max_running, started by start()s; guarded by mu_
 };
 
 }  // namespace loragate::eval

@@ -39,7 +39,8 @@ void AdminApi::install_evaluations(Router& router, const AdminGate& gate) {
         if (!g.is_ok()) return status_response(g.status());
         gates_path = *g;
       }
-      Result<eval::JobStatus> job = jobs_->start(candidate, *suite_path, gates_path);
+      // The files the suite names are confined to the same roots as the suite.
+      Result<eval::JobStatus> job = jobs_->start(candidate, *suite_path, gates_path, options_.eval_roots);
       if (!job.is_ok()) return status_response(job.status());
       return json_response(http::status::accepted, job_json(*job));
     });

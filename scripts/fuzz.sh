@@ -6,6 +6,10 @@
 #
 #   bash scripts/fuzz.sh [seconds_per_target]      (default 60)
 #
+# The evaluator's targets (eval_suite eval_items generic_items gates) run at
+# most FUZZ_SHORT_S seconds each (default 25): small parsers that saturate
+# quickly, kept short so the CI job stays within its budget.
+#
 # Environment:
 #   FUZZ_TARGETS   targets to run, space-separated (default: all)
 #   FUZZ_PARALLEL  targets run at once (default 2); each uses one core
@@ -13,6 +17,7 @@
 #   FUZZ_RSS_MB    memory limit per target in MiB (2048)
 #   LORAGATE_JOBS  build jobs (2)
 #   FUZZ_BUILD_DIR the build directory (build-fuzz)
+#   FUZZ_SHORT_S   the most seconds each evaluator target runs (25)
 #
 # Fails (exit 1) when any target crashes, leaks, hangs or runs out of
 # memory; the input that did it is kept under build-fuzz/fuzz-work/artifacts/.
@@ -26,7 +31,9 @@ jobs=${LORAGATE_JOBS:-2}
 parallel=${FUZZ_PARALLEL:-2}
 hang_s=${FUZZ_TIMEOUT:-10}
 rss_mb=${FUZZ_RSS_MB:-2048}
-all_targets="http openai_request safetensors tokenizer_json tokenizer_encode peft_config serve_config jinja sse"
+short_targets="eval_suite eval_items generic_items gates"
+all_targets="http openai_request safetensors tokenizer_json tokenizer_encode peft_config serve_config jinja sse $short_targets"
+short_s=${FUZZ_SHORT_S:-25}
 targets=${FUZZ_TARGETS:-$all_targets}
 start=$SECONDS
 step() { echo "fuzz: $* ($((SECONDS - start)) s elapsed)"; }
@@ -59,12 +66,21 @@ add_seed() {  # add_seed TARGET FILE [NAME]
   [ -d "$work/corpus/$1" ] && [ -f "$2" ] && cp -f "$2" "$work/corpus/$1/${3:-$(basename "$2")}" || true
 }
 for f in configs/*.yaml; do add_seed serve_config "$f"; done
+add_seed eval_suite configs/eval-suite.yaml
+add_seed gates configs/gates.yaml
 if [ -d "$shared" ]; then
   add_seed tokenizer_json "$shared/models/stories260K/tokenizer.json" stories260K.json
   for d in "$shared"/models/stories260K "$shared"/tokenizers/*/; do
     # tokenizer_config.json files: chat templates (the jinja target reads a JSON object as one).
     add_seed jinja "$d/tokenizer_config.json" "$(basename "$d")_tokenizer_config.json"
   done
+  # A few lines of each shared eval set and of the generic set: real items, small inputs.
+  for f in "$shared"/eval/scenarios/*/eval.jsonl; do
+    [ -d "$work/corpus/eval_items" ] && [ -f "$f" ] &&
+      head -n 3 "$f" > "$work/corpus/eval_items/shared_$(basename "$(dirname "$f")")" || true
+  done
+  [ -d "$work/corpus/generic_items" ] && [ -f "$shared/eval/generic/heldout.jsonl" ] &&
+    head -n 2 "$shared/eval/generic/heldout.jsonl" > "$work/corpus/generic_items/shared_heldout" || true
   n=0
   while IFS= read -r f; do
     n=$((n + 1))
@@ -113,6 +129,7 @@ dict_of() {
     jinja) echo tests/fuzz/dicts/jinja.dict ;;
     serve_config) echo tests/fuzz/dicts/yaml.dict ;;
     sse) echo tests/fuzz/dicts/sse.dict ;;
+    eval_suite | eval_items | generic_items | gates) echo tests/fuzz/dicts/eval.dict ;;
     tokenizer_encode) echo tests/fuzz/dicts/text.dict ;;
     *) echo tests/fuzz/dicts/json.dict ;;
   esac
@@ -120,14 +137,15 @@ dict_of() {
 run_target() {
   local t=$1
   local log=$work/logs/$t.log
-  local rc=0
-  "$dir/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout="$hang_s" -rss_limit_mb="$rss_mb" \
+  local rc=0 t_seconds=$seconds
+  case " $short_targets " in *" $t "*) ((t_seconds > short_s)) && t_seconds=$short_s ;; esac
+  "$dir/tests/fuzz/fuzz_$t" -max_total_time="$t_seconds" -timeout="$hang_s" -rss_limit_mb="$rss_mb" \
     -print_final_stats=1 -dict="$(dict_of "$t")" \
     -artifact_prefix="$work/artifacts/$t/" "$work/corpus/$t" >"$log" 2>&1 || rc=$?
   echo "$rc" >"$work/logs/$t.rc"
 }
 mkdir -p "$work/logs"
-step "running each of $targets for $seconds s, $parallel at a time"
+step "running each of $targets for $seconds s (evaluator targets at most $short_s s), $parallel at a time"
 running=0
 for t in $targets; do
   run_target "$t" &
