@@ -37,11 +37,14 @@ class EvalCliTest : public ::testing::Test {
   }
 
   // `eval run` of `candidate` (a base of the fixtures) against online; extra flags appended.
+  // Latencies are the median of 3 back-to-back runs per item: these verdicts
+  // are about quality, and the machine (sanitizer jobs beside) must not turn
+  // one descheduled request into a latency fail of the same base.
   CliRun run(const std::string& candidate, const std::string& json_out, const std::string& extra = "") {
     return run_cli("eval run --online " + base_dir("online") + " --candidate " + base_dir(candidate) +
                    " --candidate-name " + candidate + " --online-adapters " + eval_dir() + "/adapters/online" +
                    " --candidate-adapters " + eval_dir() + "/adapters/" + candidate + " --suite " + dir_ +
-                   "/suite.yaml --db " + dir_ + "/registry.db --json " + json_out + " " + extra);
+                   "/suite.yaml --db " + dir_ + "/registry.db --latency-repeats 3 --json " + json_out + " " + extra);
   }
 
   static json read(const std::string& path) {
@@ -119,7 +122,7 @@ TEST_F(EvalCliTest, CandidateBadFailsOnBaseQuality) {
 TEST_F(EvalCliTest, OnlineAgainstItselfPassesAndTighterGatesChangeTheVerdict) {
   CliRun self = run_cli("eval run --online " + base_dir("online") + " --candidate " + base_dir("online") +
                         " --online-adapters " + eval_dir() + "/adapters/online --candidate-adapters " + eval_dir() +
-                        "/adapters/online --suite " + dir_ + "/suite.yaml --db " + dir_ + "/registry.db --json " +
+                        "/adapters/online --suite " + dir_ + "/suite.yaml --db " + dir_ + "/registry.db --latency-repeats 3 --json " +
                         dir_ + "/self.json");
   ASSERT_EQ(self.exit_code, 0) << self.out;
   const json report = read(dir_ + "/self.json");

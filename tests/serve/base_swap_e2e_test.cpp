@@ -371,7 +371,9 @@ namespace {
 // Promotion gated by the evaluator: promote needs a passing run of the
 // candidate against the serving base with the current adapters.
 TEST_F(BaseSwapTest, PromoteNeedsAPassingEvaluationWithTheCurrentAdapters) {
-  write_config(std::string("evaluation: {roots: [") + LORAGATE_SOURCE_DIR + "/configs], require_pass_to_promote: true}\n");
+  // The suite in configs/ names the eval files of ../shared/eval: both are roots.
+  write_config(std::string("evaluation: {roots: [") + LORAGATE_SOURCE_DIR + "/configs, " + eval_dir() +
+               "], require_pass_to_promote: true}\n");
   const std::string suite = std::string(LORAGATE_SOURCE_DIR) + "/configs/eval-suite.yaml";
   ServerProcess server;
   const std::string url = start(server);

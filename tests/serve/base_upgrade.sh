@@ -13,7 +13,7 @@ source "$(dirname "$0")/serve_helpers.sh"
 export LORAGATE_ADMIN_TOKEN=s3cret
 
 start_server --model "$S/models/stories260K" --served-name online \
-  --adapter-root "$S/eval/adapters" --base-root "$S/eval/bases" --eval-root "$(pwd)/configs" \
+  --adapter-root "$S/eval/adapters" --base-root "$S/eval/bases" --eval-root "$(pwd)/configs" --eval-root "$S/eval" \
   --registry "$work/registry.db"
 export LORAGATE_URL=$url
 lg() { "$bin" "$@" 2>&1; }
