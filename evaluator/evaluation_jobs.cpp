@@ -1,5 +1,9 @@
 #include "evaluator/evaluation_jobs.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -113,6 +117,10 @@ void EvaluationJobs::update(int64_t id, const std::function<void(JobStatus&)>& c
 }
 
 void EvaluationJobs::worker_main() {
+  // The worker's own CPU work (encoding, scoring every item, the gates'
+  // bootstrap) runs at the lowest OS priority, so on a machine whose cores
+  // the live forward passes use it yields to them at once. Best effort.
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
