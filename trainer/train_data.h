@@ -1,0 +1,71 @@
+// Training data: JSONL files turned into token sequences with a loss mask.
+//
+// Two line shapes (one per file, every line the same shape):
+//   {"prompt": "...", "completion": "..."}  ids = encode(prompt + completion)
+//       with the tokenizer's special tokens (BOS); the loss covers the
+//       tokens past encode(prompt) (the fixtures' recipe). A line whose
+//       encode(prompt + completion) does not start with encode(prompt) is
+//       refused, naming the line.
+//   {"messages": [{"role", "content"}, ...]}  rendered with the model's chat
+//       template; the loss covers the tokens of assistant turns' content.
+// Other keys on a line are ignored. Lines are bounded in size and count
+// (refused past the caps, never cut), and every error names the line number
+// but never quotes the file's content.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chat/chat_template.h"
+#include "common/status.h"
+#include "tokenizer/tokenizer.h"
+#include "trainer/train_config.h"
+
+namespace loragate::train {
+
+struct TrainExample {
+  std::vector<int32_t> ids;
+  // target[t] == 1: ids[t] is a loss target, predicted from position t - 1
+  // (so target[0] is always 0). Same length as ids.
+  std::vector<uint8_t> target;
+  int64_t num_targets() const;
+};
+
+struct TrainData {
+  std::vector<TrainExample> examples;
+  std::string sha256;     // of the file's bytes
+  int64_t target_tokens = 0;
+};
+
+inline constexpr int64_t kMaxTrainFileBytes = int64_t{1} << 30;
+inline constexpr int64_t kMaxTrainExamples = 1'000'000;
+
+// Reads `path` (a regular file; inside one of `roots` when roots is not
+// empty). Refuses an example longer than max_seq_len tokens or with no loss
+// target, naming its line.
+Result<TrainData> load_train_data(const std::string& path, const Tokenizer& tokenizer,
+                                  const ChatTemplate& chat_template, int64_t max_seq_len,
+                                  const std::vector<std::string>& roots = {});
+
+// The order examples are drawn in: deterministic from the seed, and
+// reproducible from any step (resume replays nothing: position() and
+// seek() restore it).
+class BatchSampler {
+ public:
+  BatchSampler(int64_t num_examples, int64_t batch, uint64_t seed, Sampling sampling);
+  // The next micro-batch's example indices (batch of them).
+  std::vector<int64_t> next();
+  // Micro-batches drawn so far; seek(n) puts the sampler where it was after n.
+  int64_t position() const { return position_; }
+  void seek(int64_t micro_batches);
+
+ private:
+  // ...implementation state (rng, permutation, cursor)...
+  int64_t num_examples_, batch_;
+  uint64_t seed_;
+  Sampling sampling_;
+  int64_t position_ = 0;
+};
+
+}  // namespace loragate::train

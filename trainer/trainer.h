@@ -1,0 +1,57 @@
+// train_adapter(): one LoRA fine-tuning run, start to finish — load the base
+// and the data, train, checkpoint, and write the PEFT folder with its record.
+//
+// <out>/adapter_config.json, <out>/adapter_model.safetensors: the adapter.
+// <out>/training.json: the config, data path and sha256, base path and
+//   sha256, dtype, the loss curve, tokens and seconds.
+// <out>/checkpoint/: resumable state while the run is incomplete; removed at the end.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/weight_type.h"
+#include "trainer/train_checkpoint.h"
+#include "trainer/train_config.h"
+
+namespace loragate::train {
+
+struct TrainJob {
+  std::string base_dir;
+  WeightType dtype = WeightType::kF32;
+  std::string data_path;
+  std::string out_dir;
+  TrainConfig config;
+  bool resume = false;               // continue from <out>/checkpoint when present
+  std::vector<std::string> roots;    // data must lie inside one of them (empty: anywhere)
+};
+
+struct TrainProgress {
+  int64_t step = 0, total_steps = 0;  // step: optimizer steps done
+  double loss = 0;                    // this step's mean loss
+  double lr = 0, grad_norm = 0;
+  double tokens_per_s = 0;            // all tokens (not only targets) through forward+backward
+  double elapsed_s = 0, eta_s = 0;
+};
+
+struct TrainReport {
+  std::string out_dir;
+  int64_t steps = 0;
+  int64_t tokens = 0;           // tokens through forward + backward
+  double seconds = 0;
+  double first_loss = 0, last_loss = 0;  // first step's, mean of the last 10 steps
+  std::vector<LossPoint> curve;
+  std::string data_sha256, base_sha256;
+};
+
+// Runs `job`. on_step (optional) is called after every optimizer step.
+// When `cancel` becomes true, saves a checkpoint and returns cancelled
+// (resumable with job.resume).
+Result<TrainReport> train_adapter(const TrainJob& job, const std::function<void(const TrainProgress&)>& on_step = {},
+                                  const std::atomic<bool>* cancel = nullptr);
+
+}  // namespace loragate::train
