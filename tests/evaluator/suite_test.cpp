@@ -371,7 +371,7 @@ TEST_F(SuiteFiles, ErrorsNeverQuoteTheFile) {
 
 TEST_F(SuiteFiles, DeviceIsRefusedAtOnce) {
   const std::string path = file("s.yaml", "scenarios:\n  a: {eval: /dev/zero}\n");
-  Result<Suite> suite = Status::ok();
+  Result<Suite> suite = Status::internal("not loaded");
   // Read as today's loader did, /dev/zero never ends: the refusal must come before a byte is read.
   EXPECT_LT(seconds_of([&] { suite = load_suite(path); }), 1.0);
   ASSERT_FALSE(suite.is_ok());
@@ -463,7 +463,7 @@ TEST_F(SuiteFiles, FilesOverTheCapsAreRefused) {
   const std::string big = dir_ + "/big.jsonl";
   { std::ofstream(big) << kGood << "\n"; }
   fs::resize_file(big, static_cast<uintmax_t>(kMaxItemFileBytes) + 1);
-  Result<std::vector<EvalItem>> items = Status::ok();
+  Result<std::vector<EvalItem>> items = Status::internal("not loaded");
   EXPECT_LT(seconds_of([&] { items = load_eval_items(big); }), 1.0);
   ASSERT_FALSE(items.is_ok());
   EXPECT_HAS(items.status().message(), "is 67108865 bytes, over the limit of 67108864 bytes");
@@ -491,7 +491,7 @@ TEST_F(SuiteFiles, TooManyScenariosAreRefusedBeforeAnyIsRead) {
     for (size_t i = 0; i < n; ++i) text += "  s" + std::to_string(i) + ": {eval: /dev/zero}\n";
     return file("many.yaml", text);
   };
-  Result<Suite> spec = Status::ok();
+  Result<Suite> spec = Status::internal("not loaded");
   const std::string huge = suite_of(10000);
   EXPECT_LT(seconds_of([&] { spec = read_suite_spec(huge); }), 2.0);
   ASSERT_FALSE(spec.is_ok());
