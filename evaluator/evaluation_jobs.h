@@ -16,9 +16,8 @@
 // both bases, and only then reads the eval files it names, each inside the
 // roots (suite.h has the caps).
 //
-// check_promotion() is what promote asks first: a passing run of this
-// candidate against this serving base, with the adapters the scenarios use
-// now. cancel_all() (shutdown) ends the running evaluations at their next
+// Whether a run authorises a promote is promotion_check.h's question.
+// cancel_all() (shutdown) ends the running evaluations at their next
 // engine request and drops the queued ones; each is stored with the verdict
 // "cancelled" so the history shows it and it can be run again.
 // Thread-safety: every method may be called from any thread.
@@ -38,7 +37,6 @@
 
 #include "bases/base_set.h"
 #include "evaluator/gates.h"
-#include "evaluator/promotion_check.h"
 #include "registry/evaluation_store.h"
 #include "registry/registry.h"
 
@@ -47,7 +45,6 @@ namespace loragate::eval {
 // How a server runs evaluations (the YAML's `evaluation:` section).
 struct EvaluationOptions {
   std::vector<std::string> roots;  // every file a suite names must lie inside one (empty: start()'s roots)
-  PromotionRequirements required;  // what a run must have used to authorise promote
   int32_t max_running = 1;         // evaluations running at once; later ones queue
 };
 
@@ -86,10 +83,6 @@ class EvaluationJobs {
   // Returns at once: the running ones end at their next engine request.
   void cancel_all();
 
-  // ok when a passing stored run covers `candidate` against `serving` with the
-  // adapters the registry routes each of its scenarios to now; otherwise
-  // failed_precondition saying what is missing.
-  Status check_promotion(const ServingBase& serving, const ServingBase& candidate) const;
   // Where a run's live arm comes from: the shadow traffic figures of a candidate. Before start().
   void set_live_source(std::function<nlohmann::json(const std::string& candidate)> source) {
     live_source_ = std::move(source);
