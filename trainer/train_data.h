@@ -7,7 +7,9 @@
 //       encode(prompt + completion) does not start with encode(prompt) is
 //       refused, naming the line.
 //   {"messages": [{"role", "content"}, ...]}  rendered with the model's chat
-//       template; the loss covers the tokens of assistant turns' content.
+//       template (encoded without adding special tokens: the template
+//       writes them); the loss covers each assistant turn's content and the
+//       end-of-turn token the template writes after it (chat_example.h).
 // Other keys on a line are ignored. Lines are bounded in size and count
 // (refused past the caps, never cut), and every error names the line number
 // but never quotes the file's content.
