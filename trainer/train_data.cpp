@@ -54,7 +54,9 @@ Result<TrainLineShape> train_line_shape(const json& obj) {
 Result<std::string> train_string_field(const json& obj, const char* key) {
   auto it = obj.find(key);
   if (it == obj.end()) return Status::invalid_argument(std::string(key) + ": missing (a string is required)");
-  if (!it->is_string()) return Status::invalid_argument(std::string(key) + ": must be a string, got " + train_kind_of(*it));
+  if (!it->is_string()) {
+    return Status::invalid_argument(std::string(key) + ": must be a string, got " + train_kind_of(*it));
+  }
   return it->get<std::string>();
 }
 

@@ -100,7 +100,8 @@ TEST_F(ChatExampleTest, ChatMlLearnsEachAssistantContentAndItsImEndNotTheNewline
 }
 
 TEST_F(ChatExampleTest, BosWrittenByTheTemplateIsNotAddedTwice) {
-  Result<ChatTemplate> chat = ChatTemplate::from_source(std::string("{{ bos_token }}") + kChatMl, special_tokens("<s>"));
+  Result<ChatTemplate> chat =
+      ChatTemplate::from_source(std::string("{{ bos_token }}") + kChatMl, special_tokens("<s>"));
   ASSERT_TRUE(chat.is_ok());
   Result<TrainData> data = load_messages(*chat, {json{msg("user", "Hi"), msg("assistant", "Yo")}});
   ASSERT_TRUE(data.is_ok()) << data.status().to_string();
@@ -132,10 +133,12 @@ TEST_F(ChatExampleTest, TemplatesThatRenderATurnDifferentlyLaterAreRefused) {
       {});
   ASSERT_TRUE(chat.is_ok());
   Result<TrainData> data = load_messages(
-      *chat, {json{msg("user", "a"), msg("assistant", "b")}, json{msg("user", "a"), msg("assistant", "b"), msg("user", "c")}});
+      *chat, {json{msg("user", "a"), msg("assistant", "b")},
+              json{msg("user", "a"), msg("assistant", "b"), msg("user", "c")}});
   ASSERT_FALSE(data.is_ok());
   EXPECT_EQ(data.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(data.status().message().find(path_ + ":2: messages[1]: the chat template's tokens up to this assistant turn are not a prefix"),
+  EXPECT_NE(data.status().message().find(
+                path_ + ":2: messages[1]: the chat template's tokens up to this assistant turn are not a prefix"),
             std::string::npos)
       << data.status().message();
 }
@@ -216,8 +219,8 @@ TEST(ChatExampleStories, AssistantContentAndEosAreTheTargets) {
   ASSERT_TRUE(data.is_ok()) << data.status().to_string();
   const TrainExample& ex = data->examples.at(0);
 
-  const std::string text = "<s>user:\nOnce upon a time\nassistant:\n" + replies[0] + "</s>\nuser:\nThen?\nassistant:\n" +
-                           replies[1] + "</s>\n";
+  const std::string text = "<s>user:\nOnce upon a time\nassistant:\n" + replies[0] +
+                           "</s>\nuser:\nThen?\nassistant:\n" + replies[1] + "</s>\n";
   EXPECT_EQ(ex.ids, tk.encode(text, false));
   EXPECT_EQ(ex.ids.front(), *tk.bos_id());
   const auto runs = target_runs(ex);

@@ -119,13 +119,15 @@ TEST_F(TrainDataTest, MalformedLinesAreRefusedNamingTheLineNeverTheContent) {
 }
 
 TEST_F(TrainDataTest, MixedShapesNameBothLines) {
-  const std::string path =
-      files_.write("mixed.jsonl", "\n" R"({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]})"
-                                  "\n" R"({"prompt": "a", "completion": " b"})" "\n");
+  const std::string path = files_.write(
+      "mixed.jsonl",
+      "\n" R"({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]})"
+      "\n" R"({"prompt": "a", "completion": " b"})" "\n");
   Result<TrainData> data = load(path);
   ASSERT_FALSE(data.is_ok());
-  EXPECT_NE(data.status().message().find(path + ":3: a {\"prompt\", \"completion\"} line, but line 2 is {\"messages\"}"),
-            std::string::npos)
+  EXPECT_NE(
+      data.status().message().find(path + ":3: a {\"prompt\", \"completion\"} line, but line 2 is {\"messages\"}"),
+      std::string::npos)
       << data.status().message();
 }
 
