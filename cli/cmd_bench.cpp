@@ -8,6 +8,7 @@
 #include "bench/matmul_bench.h"
 #include "bench/quant_bench.h"
 #include "bench/serve_gap_bench.h"
+#include "bench/train_bench.h"
 #include "cli/commands.h"
 #include "common/weight_type.h"
 
@@ -144,6 +145,41 @@ void add_bench_command(CLI::App& app) {
   gap->add_flag("!--no-thread-usage", g->thread_usage, "Leave out the CPU time by thread");
   gap->callback([g] {
     Status s = bench::run_serve_gap_bench(*g);
+    if (!s.is_ok()) throw CLI::RuntimeError(fail(s.to_string()));
+  });
+
+  auto tr = std::make_shared<bench::TrainBenchOptions>();
+  auto fx = std::make_shared<bench::TrainFixtureBenchOptions>();
+  CLI::App* trn = bench->add_subcommand(
+      "train", "LoRA training tokens/s against the compute roof, or the eval fixtures' adapters in seconds");
+  trn->add_option("--model", tr->model_dir, "Model directory (e.g. from synth-model --preset 110m)")
+      ->check(CLI::ExistingDirectory);
+  trn->add_option("--fixtures", fx->eval_dir,
+                  "Instead: train the three adapters of this eval folder (../shared/eval) end to end, seconds each")
+      ->check(CLI::ExistingDirectory);
+  trn->add_option("--base", fx->base, "--fixtures: the base to train on (a folder of bases/, or online)");
+  trn->add_option("--dtype", tr->dtype, "Base weight storage")->check(weight_type_check());
+  trn->add_option("--data", tr->data_path, "JSONL training file instead of synthetic examples")
+      ->check(CLI::ExistingFile);
+  trn->add_option("--dump-examples", tr->dump_examples, "Write the examples as JSONL {ids, target} (for torch)");
+  trn->add_option("--batch", tr->batch, "Examples per optimizer step")->check(CLI::PositiveNumber);
+  trn->add_option("--seq-len", tr->seq_len, "Tokens per synthetic example")->check(CLI::Range(2, 1 << 16));
+  trn->add_option("--steps", tr->steps, "Timed optimizer steps per repeat")->check(CLI::PositiveNumber);
+  trn->add_option("--rank", tr->rank, "LoRA rank (alpha = 2 x rank)")->check(CLI::Range(1, 4096));
+  trn->add_option("--repeats", tr->repeats, "Repetitions (medians reported)")->check(CLI::PositiveNumber);
+  trn->add_option("--threads", tr->threads, "Threads (0 = all cores)");
+  trn->callback([tr, fx] {
+    Status s;
+    if (!fx->eval_dir.empty()) {
+      fx->dtype = tr->dtype;
+      fx->threads = tr->threads;
+      fx->repeats = tr->repeats;
+      s = bench::run_train_fixture_bench(*fx);
+    } else if (tr->model_dir.empty()) {
+      s = Status::invalid_argument("bench train needs --model DIR or --fixtures EVAL_DIR");
+    } else {
+      s = bench::run_train_bench(*tr);
+    }
     if (!s.is_ok()) throw CLI::RuntimeError(fail(s.to_string()));
   });
 }
