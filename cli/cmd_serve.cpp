@@ -15,6 +15,7 @@
 #include "cli/demo.h"
 #include "cli/serve_config.h"
 #include "evaluator/evaluation_jobs.h"
+#include "evaluator/promotion_check.h"
 #include "evaluator/upgrade_job.h"
 #include "gateway/admin_api.h"
 #include "gateway/gateway.h"
@@ -149,7 +150,7 @@ int run_serve(const ServeFlags& f) {
   Result<std::unique_ptr<EvaluationStore>> evaluations = EvaluationStore::open(c.registry_path);
   if (!evaluations.is_ok()) return fail(evaluations.status().to_string());
   eval::EvaluationJobs jobs(&bases, registry->get(), evaluations->get(),
-                            eval::EvaluationOptions{c.eval_roots, *required, c.eval_max_running});
+                            eval::EvaluationOptions{c.eval_roots, c.eval_max_running});
   jobs.set_live_source([&shadow](const std::string& candidate) { return shadow.live_arm(candidate); });
   if (c.require_evaluation) {
     bases.set_promote_check([&registry = **registry, &store = **evaluations, required = *required](

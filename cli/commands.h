@@ -9,6 +9,7 @@ void add_generate_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_synth_model_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);
+void add_train_command(CLI::App& app);         // train: LoRA fine-tuning (trainer/)
 void add_bench_command(CLI::App& app);
 void add_admin_commands(CLI::App& app);        // adapter add|rm|ls, scenario set|rm|ls, base ...
 void add_base_commands(CLI::App& app);

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   loragate::cli::add_generate_command(app);
   loragate::cli::add_synth_model_command(app);
   loragate::cli::add_quantize_command(app);
+  loragate::cli::add_train_command(app);
   loragate::cli::add_bench_command(app);
   loragate::cli::add_admin_commands(app);
   loragate::cli::add_eval_command(app);

@@ -246,8 +246,4 @@ std::vector<JobStatus> EvaluationJobs::list() const {
   return out;
 }
 
-Status EvaluationJobs::check_promotion(const ServingBase& serving, const ServingBase& candidate) const {
-  return eval::check_promotion(*registry_, *store_, options_.required, serving, candidate);
-}
-
 }  // namespace loragate::eval

@@ -16,9 +16,8 @@
 // both bases, and only then reads the eval files it names, each inside the
 // roots (suite.h has the caps).
 //
-// check_promotion() is what promote asks first: a passing run of this
-// candidate against this serving base, with the adapters the scenarios use
-// now. cancel_all() (shutdown) ends the running evaluations at their next
+// Whether a run authorises a promote is promotion_check.h's question.
+// cancel_all() (shutdown) ends the running evaluations at their next
 // engine request and drops the queued ones; each is stored with the verdict
 // "cancelled" so the history shows it and it can be run again. cancel(id)
 // does the same to one evaluation (an upgrade that is cancelled).
@@ -39,7 +38,6 @@
 
 #include "bases/base_set.h"
 #include "evaluator/gates.h"
-#include "evaluator/promotion_check.h"
 #include "registry/evaluation_store.h"
 #include "registry/registry.h"
 
@@ -48,7 +46,6 @@ namespace loragate::eval {
 // How a server runs evaluations (the YAML's `evaluation:` section).
 struct EvaluationOptions {
   std::vector<std::string> roots;  // every file a suite names must lie inside one (empty: start()'s roots)
-  PromotionRequirements required;  // what a run must have used to authorise promote
   int32_t max_running = 1;         // evaluations running at once; later ones queue
 };
 
@@ -90,10 +87,6 @@ class EvaluationJobs {
   // ends "cancelled" (stored so). not_found when unknown; ok when it had ended.
   Status cancel(int64_t id);
 
-  // ok when a passing stored run covers `candidate` against `serving` with the
-  // adapters the registry routes each of its scenarios to now; otherwise
-  // failed_precondition saying what is missing.
-  Status check_promotion(const ServingBase& serving, const ServingBase& candidate) const;
   // Where a run's live arm comes from: the shadow traffic figures of a candidate. Before start().
   void set_live_source(std::function<nlohmann::json(const std::string& candidate)> source) {
     live_source_ = std::move(source);

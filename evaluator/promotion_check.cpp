@@ -155,16 +155,4 @@ Result<std::vector<std::string>> promotion_blockers(Registry& registry, Evaluati
   return unmet;
 }
 
-Status check_promotion(Registry& registry, EvaluationStore& store, const PromotionRequirements& required,
-                       const ServingBase& serving, const ServingBase& candidate) {
-  LG_ASSIGN_OR_RETURN(std::vector<std::string> unmet,
-                      promotion_blockers(registry, store, required, {serving.name(), serving.sha256()},
-                                         {candidate.name(), candidate.sha256()}));
-  if (unmet.empty()) return Status::ok();
-  std::string list;
-  for (const std::string& line : unmet) list += (list.empty() ? "" : "; ") + line;
-  return Status::failed_precondition("cannot promote '" + candidate.name() + "' over '" + serving.name() +
-                                     "': " + list + "; evaluate again or promote with force");
-}
-
 }  // namespace loragate::eval

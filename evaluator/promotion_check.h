@@ -64,8 +64,4 @@ Result<std::vector<std::string>> promotion_blockers(Registry& registry, Evaluati
                                                     const PromotionRequirements& required,
                                                     const BaseIdentity& serving, const BaseIdentity& candidate);
 
-// ok, or failed_precondition naming every reason promotion_blockers() gives.
-Status check_promotion(Registry& registry, EvaluationStore& store, const PromotionRequirements& required,
-                       const ServingBase& serving, const ServingBase& candidate);
-
 }  // namespace loragate::eval

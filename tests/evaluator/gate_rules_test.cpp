@@ -168,7 +168,8 @@ TEST(GateRules, LatencyRiseMustExceedBothBounds) {
   // +100% but +0.2 ms: timer noise at these sizes, within min_abs_rise_ms.
   const RunResult tiny = run_of(arm_of("online", 40, [&](size_t, ItemResult& it) { it.ttft_ms = 0.2 * jitter(); }),
                                 arm_of("candidate", 40, [&](size_t, ItemResult& it) { it.ttft_ms = 0.4 * jitter(); }));
-  const GateResult& ttft = gate_of(evaluate_gates(GateConfig::defaults(), tiny, {}), "ttft_p90", "max_rise_rel");
+  const auto tiny_gates = evaluate_gates(GateConfig::defaults(), tiny, {});
+  const GateResult& ttft = gate_of(tiny_gates, "ttft_p90", "max_rise_rel");
   EXPECT_EQ(ttft.verdict, Verdict::kPass) << ttft.why;
   EXPECT_GT(ttft.low, 0.5);  // the relative rise alone would have failed
   EXPECT_NE(ttft.why.find("within max_rise_rel 50% or min_abs_rise_ms 0.5 ms"), std::string::npos) << ttft.why;
