@@ -206,7 +206,8 @@ Result<UpgradeStatus> UpgradeJobs::start(const UpgradeRequest& request) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return Status::unavailable("the server is shutting down: no new upgrades");
-    if (running_ != nullptr) {
+    // One that has recorded its end is only leaving its thread: joined below.
+    if (running_ != nullptr && upgrade_state_is_running(running_->record.state)) {
       return Status::failed_precondition("upgrade " + std::to_string(running_->record.id) + " of candidate '" +
                                          running_->record.candidate + "' is running; one runs at a time (DELETE " +
                                          "/admin/upgrades/" + std::to_string(running_->record.id) + " cancels it)");
