@@ -173,7 +173,8 @@ int run_serve(const ServeFlags& f) {
   Result<std::unique_ptr<UpgradeStore>> upgrade_store = UpgradeStore::open(c.registry_path);
   if (!upgrade_store.is_ok()) return fail(upgrade_store.status().to_string());
   eval::UpgradeOptions upgrade_options;
-  upgrade_options.trained_dir = c.resolved_training_dir();
+  // Absolute: the folders it writes are registered as adapter paths, read again after a restart.
+  upgrade_options.trained_dir = std::filesystem::absolute(c.resolved_training_dir()).lexically_normal().string();
   upgrade_options.suite_path = c.eval_suite;
   upgrade_options.gates_path = c.eval_gates;
   upgrade_options.eval_roots = c.eval_roots;
