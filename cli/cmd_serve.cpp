@@ -175,8 +175,12 @@ int run_serve(const ServeFlags& f) {
   eval::UpgradeOptions upgrade_options;
   // Absolute: the folders it writes are registered as adapter paths, read again after a restart.
   upgrade_options.trained_dir = std::filesystem::absolute(c.resolved_training_dir()).lexically_normal().string();
-  upgrade_options.suite_path = c.eval_suite;
-  upgrade_options.gates_path = c.eval_gates;
+  // Absolute, as a suite named on the admin API is: its relative paths are resolved against its folder.
+  auto absolute = [](const std::string& p) {
+    return p.empty() ? p : std::filesystem::absolute(p).lexically_normal().string();
+  };
+  upgrade_options.suite_path = absolute(c.eval_suite);
+  upgrade_options.gates_path = absolute(c.eval_gates);
   upgrade_options.eval_roots = c.eval_roots;
   upgrade_options.training_roots = c.training_roots;
   upgrade_options.training_roots.insert(upgrade_options.training_roots.end(), c.adapter_roots.begin(),

@@ -64,8 +64,6 @@ class StepPrinter {
   void show(const json& upgrade) {
     if (quiet_) return;
     const std::string state = upgrade.value("state", "");
-    if (state != last_state_) std::printf("upgrade %lld: %s\n", upgrade.value("id", 0LL), state.c_str());
-    last_state_ = state;
     const auto now = std::chrono::steady_clock::now();
     for (const json& s : upgrade.value("steps", json::array())) {
       const std::string name = s.value("scenario", ""), step_state = s.value("state", "");
@@ -84,6 +82,8 @@ class StepPrinter {
       if (s.contains("error")) std::printf(": %s", s.value("error", "").c_str());
       std::printf("\n");
     }
+    if (state != last_state_) std::printf("upgrade %lld: %s\n", upgrade.value("id", 0LL), state.c_str());
+    last_state_ = state;
     std::fflush(stdout);
   }
 
