@@ -2,6 +2,7 @@
 #include "trainer/trainer.h"
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -131,6 +132,12 @@ Result<TrainReport> train_adapter(const TrainJob& job, const std::function<void(
     }
     const double lr = optimizer.lr_at(state.step);
     const double grad_norm = optimizer.step(params);
+    if (!std::isfinite(grad_norm)) {
+      // AdamW left the parameters as they were: the last checkpoint is still good.
+      return Status::failed_precondition("training diverged at step " + std::to_string(state.step + 1) +
+                                         " (gradient norm " + std::to_string(grad_norm) +
+                                         "); lower the learning rate or clip with max_grad_norm");
+    }
     ++state.step;
     state.sampler_position = sampler.position();
     state.curve.push_back({state.step, step_loss.mean(), grad_norm, lr, step_loss.tokens});
@@ -164,7 +171,7 @@ Result<TrainReport> train_adapter(const TrainJob& job, const std::function<void(
   report.last_loss = mean_of_last(report.curve, 10);
   LG_RETURN_IF_ERROR(params.save_peft(job.out_dir, fs::absolute(job.base_dir).string()));
   LG_RETURN_IF_ERROR(write_record(job, report));
-  fs::remove_all(job.out_dir + "/checkpoint", ec);
+  LG_RETURN_IF_ERROR(remove_checkpoint(job.out_dir));
   return report;
 }
 
