@@ -82,6 +82,7 @@ Result<RetrainOutcome> retrain_adapter(const RetrainBase& base, const RetrainSpe
   job.config = config;
   job.resume = fs::exists(fs::path(out.dir) / "checkpoint", ec);
   job.roots = roots;
+  job.gate = base.gate;
   Result<train::TrainReport> report = train::train_adapter(job, on_step, cancel);
   if (!report.is_ok()) return report.status().with_context(who);
   out.steps = report->steps;

@@ -30,6 +30,7 @@ struct RetrainBase {
   std::string dir;                     // its model directory
   WeightType dtype = WeightType::kF32; // the weight storage it is trained on (as the server loads it)
   std::string sha256;                  // of its weights (ServingBase::sha256, or the offline arm's)
+  ComputeGate* gate = nullptr;         // in a server: training takes background turns of it (TrainJob::gate)
 };
 
 // What one scenario's adapter is retrained from.

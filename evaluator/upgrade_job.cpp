@@ -330,6 +330,7 @@ bool UpgradeJobs::load_candidate(Plan& plan) {
     return false;
   }
   plan.base.sha256 = (*candidate)->sha256();
+  plan.base.gate = &bases_->compute_gate();
   plan.base.dir = plan.request.path;
   plan.base.dtype = plan.request.dtype;
   for (const BaseStatus& b : bases_->list()) {

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "chat/chat_template.h"
+#include "engine/compute_gate.h"
 #include "engine/llama_model.h"
 #include "model/model_dir.h"
 #include "tokenizer/tokenizer.h"
@@ -126,9 +127,19 @@ Result<TrainReport> train_adapter(const TrainJob& job, const std::function<void(
         micro.push_back(&data.examples[static_cast<size_t>(i)]);
         report.tokens += static_cast<int64_t>(micro.back()->ids.size());
       }
-      const LossSum l = train_model->forward_backward(micro, params, 1.0f / static_cast<float>(targets));
-      step_loss.nll += l.nll;
-      step_loss.tokens += l.tokens;
+      const float scale = 1.0f / static_cast<float>(targets);
+      if (job.gate == nullptr) {
+        const LossSum l = train_model->forward_backward(micro, params, scale);
+        step_loss.nll += l.nll;
+        step_loss.tokens += l.tokens;
+        continue;
+      }
+      for (const TrainExample* example : micro) {
+        const ComputeGate::Turn turn(*job.gate, GateClass::kBackground);
+        const LossSum l = train_model->forward_backward(std::span(&example, 1), params, scale);
+        step_loss.nll += l.nll;
+        step_loss.tokens += l.tokens;
+      }
     }
     const double lr = optimizer.lr_at(state.step);
     const double grad_norm = optimizer.step(params);

@@ -5,11 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "adapters/lora_adapter.h"
+#include "engine/compute_gate.h"
 #include "model/model_dir.h"
 #include "tests/test_util.h"
 
@@ -111,6 +114,37 @@ TEST_F(TrainerRun, AnInterruptedRunResumesToTheSameAdapter) {
     return std::string(std::istreambuf_iterator<char>(f), {});
   };
   EXPECT_EQ(bytes(dir_ + "/cut/adapter_model.safetensors"), bytes(dir_ + "/whole/adapter_model.safetensors"));
+}
+
+
+// In a server, training computes on the pool live traffic uses: every
+// sequence takes a background turn of the gate, and none runs while a
+// serving step holds it.
+TEST_F(TrainerRun, InsideAServerEachSequenceTakesABackgroundTurn) {
+  LG_REQUIRE_SHARED("eval/scenarios/mia/train.jsonl");
+  ComputeGate gate;
+  TrainJob gated = job("gated");
+  gated.config.steps = 3;
+  gated.gate = &gate;
+  std::atomic<int> steps{0};
+  Result<TrainReport> report = Status::internal("not run");
+  {
+    ComputeGate::Turn live(gate, GateClass::kServing);  // a serving step in progress
+    std::thread training([&] { report = train_adapter(gated, [&](const TrainProgress&) { ++steps; }); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(steps.load(), 0) << "training ran while a serving step held the gate";
+    live.reset();
+    training.join();
+  }
+  ASSERT_TRUE(report.is_ok()) << report.status().to_string();
+  EXPECT_EQ(gate.stats().background_turns, 3 * 4);  // steps x sequences per micro-batch
+
+  // The same run on the trainer's own pool: the same losses up to summation order.
+  TrainJob alone = job("alone");
+  alone.config.steps = 3;
+  auto reference = train_adapter(alone);
+  ASSERT_TRUE(reference.is_ok());
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(report->curve[i].loss, reference->curve[i].loss, 1e-4);
 }
 
 }  // namespace
