@@ -101,10 +101,6 @@ Result<TensorKey> parse_tensor_name(const std::string& name, const std::string& 
   return key;
 }
 
-std::string tensor_name(int64_t layer, LoraModule m, bool is_a) {
-  return "base_model.model." + lora_module_path(layer, m) + (is_a ? ".lora_A.weight" : ".lora_B.weight");
-}
-
 // Checks `t` has shape {rank_dim…} as expected and converts it to f32.
 // A wrong rank dimension disagrees with adapter_config.json (corrupt); a wrong
 // feature dimension means the adapter was trained for another base.
@@ -221,7 +217,7 @@ Result<std::shared_ptr<const LoraAdapter>> LoraAdapter::load(const std::string& 
       const Pair& pair = found[static_cast<size_t>(layer)][lora_module_index(m)];
       for (bool is_a : {true, false}) {
         if (!(is_a ? pair.a : pair.b)) {
-          return Status::corrupt(file->path() + ": missing tensor '" + tensor_name(layer, m, is_a) +
+          return Status::corrupt(file->path() + ": missing tensor '" + lora_tensor_name(layer, m, is_a) +
                                  "' (" + config.source() + " targets " + lora_module_path(layer, m) +
                                  ")");
         }

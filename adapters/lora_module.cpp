@@ -48,6 +48,10 @@ std::string lora_module_path(int64_t layer, LoraModule m) {
   return path;
 }
 
+std::string lora_tensor_name(int64_t layer, LoraModule m, bool is_a) {
+  return "base_model.model." + lora_module_path(layer, m) + (is_a ? ".lora_A.weight" : ".lora_B.weight");
+}
+
 std::string lora_module_names_list() {
   std::string out;
   for (std::string_view n : kNames) {

@@ -33,6 +33,9 @@ std::string_view lora_module_block(LoraModule m);
 // The module's path in a LlamaForCausalLM, as PEFT matches it:
 // "model.layers.3.self_attn.q_proj".
 std::string lora_module_path(int64_t layer, LoraModule m);
+// The key of the module's lora_A (is_a) or lora_B weight in a PEFT
+// adapter_model.safetensors: "base_model.model.model.layers.3.self_attn.q_proj.lora_A.weight".
+std::string lora_tensor_name(int64_t layer, LoraModule m, bool is_a);
 // "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj" (for messages).
 std::string lora_module_names_list();
 

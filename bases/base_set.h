@@ -111,6 +111,8 @@ class BaseSet {
   int64_t swaps_total(const std::string& kind) const;  // "promote" or "rollback"
   const BaseSetOptions& options() const { return options_; }
   const ComputeGate& gate() const { return *gate_; }
+  // For work that is not an engine step but computes on the same pool (in-server training).
+  ComputeGate& compute_gate() const { return *gate_; }
   Registry* registry() const { return registry_; }
 
  private:

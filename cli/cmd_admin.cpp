@@ -1,5 +1,6 @@
 // `loragate adapter add|rm|ls` and `loragate scenario set|rm|ls`: the admin
-// API of a running server (/admin/adapters, /admin/scenarios).
+// API of a running server (/admin/adapters, /admin/scenarios). `scenario set
+// --train FILE` also records the scenario's training set and recipe.
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +14,7 @@
 
 #include "cli/admin_client.h"
 #include "cli/commands.h"
+#include "cli/train_flags.h"
 #include "client/http_client.h"
 
 namespace loragate::cli {
@@ -20,6 +22,16 @@ namespace loragate::cli {
 namespace {
 
 using nlohmann::json;
+
+// A relative path that exists here, made absolute: the server does not share
+// our working directory.
+std::string absolute_if_here(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::path(path).is_relative() && std::filesystem::exists(path, ec)) {
+    return std::filesystem::absolute(path, ec).lexically_normal().string();
+  }
+  return path;
+}
 
 void add_adapter_commands(CLI::App& app) {
   CLI::App* adapter = app.add_subcommand("adapter", "Register, remove and list a running server's LoRA adapters");
@@ -35,14 +47,7 @@ void add_adapter_commands(CLI::App& app) {
     cmd->add_option("PATH", *path, "Adapter directory, as the server sees it")->required();
     cmd->callback([o, name, path] {
       run([&]() -> Status {
-        // A relative path that exists here is made absolute: the server does
-        // not share our working directory.
-        std::string p = *path;
-        std::error_code ec;
-        if (std::filesystem::path(p).is_relative() && std::filesystem::exists(p, ec)) {
-          p = std::filesystem::absolute(p, ec).lexically_normal().string();
-        }
-        json body = {{"name", *name}, {"path", p}};
+        json body = {{"name", *name}, {"path", absolute_if_here(*path)}};
         if (!o->base.empty()) body["base"] = o->base;
         LG_ASSIGN_OR_RETURN(json j, admin_call(*o, "POST", "/admin/adapters", body));
         if (o->json) {
@@ -122,10 +127,22 @@ void add_scenario_commands(CLI::App& app) {
     auto adapter = std::make_shared<std::string>();
     cmd->add_option("NAME", *name, "Scenario name")->required();
     cmd->add_option("ADAPTER", *adapter, "Registered adapter the scenario uses")->required();
-    cmd->callback([o, name, adapter] {
+    auto train = std::make_shared<std::string>();
+    cmd->add_option("--train", *train,
+                    "The scenario's training set (JSONL the server can read, inside training.roots or "
+                    "adapters.roots): what an upgrade retrains the adapter from");
+    auto recipe = add_train_flags(cmd);
+    cmd->callback([o, name, adapter, train, recipe] {
       run([&]() -> Status {
         json body = {{"adapter", *adapter}};
         if (!o->base.empty()) body["base"] = o->base;
+        if (train->empty() && any_train_flag(*recipe)) {
+          return Status::invalid_argument("the training flags describe a training set: give it with --train FILE");
+        }
+        if (!train->empty()) {
+          LG_ASSIGN_OR_RETURN(json config, train_config_json(*recipe));
+          body["train"] = {{"path", absolute_if_here(*train)}, {"config", config}};
+        }
         LG_ASSIGN_OR_RETURN(json j,
                             admin_call(*o, "PUT", "/admin/scenarios/" + client::url_encode_segment(*name), body));
         if (o->json) {
@@ -133,6 +150,13 @@ void add_scenario_commands(CLI::App& app) {
         } else {
           std::cout << "scenario '" << cell(j, "name") << "' -> adapter '" << cell(j, "adapter") << "' (base "
                     << cell(j, "base_model") << ")\n";
+          if (j.contains("train") && j["train"].is_object()) {
+            const json& t = j["train"];
+            const json config = t.value("config", json::object());
+            std::cout << "  trains from " << cell(t, "path") << " (sha256 " << cell(t, "sha256").substr(0, 12)
+                      << "): " << config.value("steps", 0) << " steps of batch " << config.value("batch", 0)
+                      << ", rank " << config.value("lora", json::object()).value("rank", 0) << "\n";
+          }
         }
         return Status::ok();
       });
@@ -175,9 +199,11 @@ void add_scenario_commands(CLI::App& app) {
         }
         std::vector<std::vector<std::string>> rows;
         for (const json& s : data) {
-          rows.push_back({cell(s, "name"), cell(s, "adapter"), cell(s, "base_model"), cell(s, "updated_at")});
+          const bool trained = s.contains("train") && s["train"].is_object();
+          rows.push_back({cell(s, "name"), cell(s, "adapter"), cell(s, "base_model"), cell(s, "updated_at"),
+                          trained ? cell(s["train"], "path") : "-"});
         }
-        print_table({"NAME", "ADAPTER", "BASE", "UPDATED"}, rows);
+        print_table({"NAME", "ADAPTER", "BASE", "UPDATED", "TRAINING SET"}, rows);
         return Status::ok();
       });
     });

@@ -3,7 +3,8 @@
 // configured model, or the synthesised demo), reloads the candidate and
 // previous bases the registry records in the background, restores adapters
 // and scenarios, applies the config's preloads and scenarios, and serves the
-// OpenAI, admin and metrics routes until SIGINT/SIGTERM, then drains and exits 0.
+// OpenAI, admin and metrics routes (upgrades included) until SIGINT/SIGTERM,
+// then drains and exits 0.
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -15,12 +16,14 @@
 #include "cli/serve_config.h"
 #include "evaluator/evaluation_jobs.h"
 #include "evaluator/promotion_check.h"
+#include "evaluator/upgrade_job.h"
 #include "gateway/admin_api.h"
 #include "gateway/gateway.h"
 #include "gateway/metrics.h"
 #include "gateway/metrics_route.h"
 #include "gateway/registry_resolver.h"
 #include "registry/registry.h"
+#include "registry/upgrade_store.h"
 
 namespace loragate::cli {
 namespace {
@@ -28,7 +31,7 @@ namespace {
 struct ServeFlags {
   std::string config;
   std::string host, model, served_name, admin_token, registry;
-  std::vector<std::string> adapter_roots, base_roots, eval_roots;
+  std::vector<std::string> adapter_roots, base_roots, eval_roots, training_roots;
   int port = -1;
 };
 
@@ -102,6 +105,7 @@ int run_serve(const ServeFlags& f) {
   if (!f.adapter_roots.empty()) c.adapter_roots = f.adapter_roots;
   if (!f.base_roots.empty()) c.base_roots = f.base_roots;
   if (!f.eval_roots.empty()) c.eval_roots = f.eval_roots;
+  if (!f.training_roots.empty()) c.training_roots = f.training_roots;
 
   const bool demo = c.model_path.empty();
   if (demo) {
@@ -156,10 +160,35 @@ int run_serve(const ServeFlags& f) {
     });
   }
   Metrics metrics(&bases);
-  AdminApi admin({c.resolved_admin_token(), c.adapter_roots, c.resolved_base_roots(), c.eval_roots, c.served_model_name},
-                 registry->get(), &bases, &metrics, &jobs, evaluations->get());
+  AdminOptions admin_options;
+  admin_options.token = c.resolved_admin_token();
+  admin_options.adapter_roots = c.adapter_roots;
+  admin_options.base_roots = c.resolved_base_roots();
+  admin_options.eval_roots = c.eval_roots;
+  admin_options.served_name = c.served_model_name;
+  admin_options.training_roots = c.training_roots;
+  AdminApi admin(admin_options, registry->get(), &bases, &metrics, &jobs, evaluations->get());
   admin.set_shadow_traffic(&shadow);
   admin.set_route_cache(&resolver);
+  Result<std::unique_ptr<UpgradeStore>> upgrade_store = UpgradeStore::open(c.registry_path);
+  if (!upgrade_store.is_ok()) return fail(upgrade_store.status().to_string());
+  eval::UpgradeOptions upgrade_options;
+  // Absolute: the folders it writes are registered as adapter paths, read again after a restart.
+  upgrade_options.trained_dir = std::filesystem::absolute(c.resolved_training_dir()).lexically_normal().string();
+  // Absolute, as a suite named on the admin API is: its relative paths are resolved against its folder.
+  auto absolute = [](const std::string& p) {
+    return p.empty() ? p : std::filesystem::absolute(p).lexically_normal().string();
+  };
+  upgrade_options.suite_path = absolute(c.eval_suite);
+  upgrade_options.gates_path = absolute(c.eval_gates);
+  upgrade_options.eval_roots = c.eval_roots;
+  upgrade_options.training_roots = c.training_roots;
+  upgrade_options.training_roots.insert(upgrade_options.training_roots.end(), c.adapter_roots.begin(),
+                                        c.adapter_roots.end());
+  // Declared after everything it uses, so it is stopped (and its worker joined) before they go.
+  eval::UpgradeJobs upgrades(&bases, registry->get(), &jobs, evaluations->get(), upgrade_store->get(),
+                             admin.upgrade_hooks(), upgrade_options);
+  admin.set_upgrades(&upgrades);
   if (Status s = apply_config_registrations(c, **registry, *serving, admin); !s.is_ok()) return fail(s.message());
   if (Status s = resolver.reload(); !s.is_ok()) return fail(s.to_string());  // the configured scenarios
   const std::string fingerprint = serving->fingerprint();
@@ -195,6 +224,7 @@ int run_serve(const ServeFlags& f) {
   gw.wait();
   // An evaluation runs for minutes: never past the shutdown deadline. It ends
   // at its next engine request and is stored as cancelled (run it again later).
+  upgrades.cancel_all();  // first: it is recorded interrupted (resumable), not failed by its evaluation's end
   jobs.cancel_all();
   std::cout << "loragate: stopped\n";
   return 0;
@@ -217,6 +247,8 @@ void add_serve_command(CLI::App& app) {
                   "Directory adapters may be registered from (overrides adapters.roots; repeatable)");
   cmd->add_option("--eval-root", f->eval_roots,
                   "Directory evaluation suites and gates may be read from (overrides evaluation.roots; repeatable)");
+  cmd->add_option("--training-root", f->training_roots,
+                  "Directory scenarios' training sets may be read from (overrides training.roots; repeatable)");
   cmd->add_option("--base-root", f->base_roots, "Directory candidate bases may be loaded from (overrides bases.roots; repeatable)");
   cmd->callback([f] {
     if (int rc = run_serve(*f); rc != 0) throw CLI::RuntimeError(rc);

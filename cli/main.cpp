@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   loragate::cli::add_bench_command(app);
   loragate::cli::add_admin_commands(app);
   loragate::cli::add_eval_command(app);
+  loragate::cli::add_upgrade_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {  // a command's own failure, already reported

@@ -133,8 +133,8 @@ Result<ServeConfig> ServeConfig::parse(const std::string& yaml_text, const std::
   auto in_file = [&](Status s) { return s.with_context(source); };
   const Section top(root, "");
   LG_RETURN_IF_ERROR(
-      in_file(top.check_keys({"server", "model", "engine", "adapters", "bases", "evaluation", "scenarios", "auth",
-                              "demo"})));
+      in_file(top.check_keys({"server", "model", "engine", "adapters", "bases", "evaluation", "training", "scenarios",
+                              "auth", "demo"})));
   LG_RETURN_IF_ERROR(in_file(parse_server(Section(top.child("server"), "server"), c.server)));
   LG_RETURN_IF_ERROR(in_file(parse_engine(Section(top.child("engine"), "engine"), c)));
 
@@ -190,6 +190,11 @@ Result<ServeConfig> ServeConfig::parse(const std::string& yaml_text, const std::
   LG_RETURN_IF_ERROR(in_file(evaluation.read("gates", c.eval_gates)));
   LG_RETURN_IF_ERROR(in_file(evaluation.read_range<int32_t>("max_running", c.eval_max_running, 1, 64)));
 
+  const Section training(top.child("training"), "training");
+  LG_RETURN_IF_ERROR(in_file(training.check_keys({"roots", "dir"})));
+  LG_RETURN_IF_ERROR(in_file(training.read("roots", c.training_roots)));
+  LG_RETURN_IF_ERROR(in_file(training.read("dir", c.training_dir)));
+
   const YAML::Node scenarios = top.child("scenarios");
   if (scenarios && !scenarios.IsNull()) {
     if (!scenarios.IsMap()) return Status::invalid_argument(source + ": scenarios must map a name to an adapter");
@@ -233,6 +238,12 @@ std::vector<std::string> ServeConfig::resolved_base_roots() const {
   std::filesystem::path dir = std::filesystem::absolute(model_path).lexically_normal();
   if (dir.filename().empty()) dir = dir.parent_path();  // "models/x/" names x too
   return {dir.parent_path().string()};
+}
+
+std::string ServeConfig::resolved_training_dir() const {
+  if (!training_dir.empty()) return training_dir;
+  const std::filesystem::path parent = std::filesystem::path(registry_path).parent_path();
+  return (parent.empty() ? std::filesystem::path("trained") : parent / "trained").string();
 }
 
 std::string ServeConfig::resolved_admin_token() const {

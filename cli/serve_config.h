@@ -40,6 +40,10 @@ struct ServeConfig {
                                                 // hash); "" = the shipped defaults
   int32_t eval_max_running = 1;                 // evaluation.max_running: evaluations running at once
   std::vector<std::string> adapter_roots;       // adapters.roots: registered paths must lie inside one
+  std::vector<std::string> training_roots;      // training.roots: scenarios' training sets must lie inside one
+                                                // (or inside an adapters.roots)
+  std::string training_dir;                     // training.dir: where upgrades write retrained adapters;
+                                                // "" = trained/ beside the registry file
   std::string registry_path = ".cache/loragate/registry.db";  // adapters.registry: the SQLite file
   std::vector<PreloadAdapter> preload;          // adapters.preload: registered at start when absent
   std::map<std::string, std::string> scenarios; // scenarios: name -> adapter, for the base served
@@ -56,6 +60,8 @@ struct ServeConfig {
   int64_t resolved_memory_budget_bytes() const;
   // bases.roots, or the directory holding model.path when none is set.
   std::vector<std::string> resolved_base_roots() const;
+  // training.dir, or trained/ in the directory of the registry file.
+  std::string resolved_training_dir() const;
 };
 
 }  // namespace loragate

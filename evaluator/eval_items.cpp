@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "common/json_kind.h"
 #include "common/path_roots.h"
 #include "evaluator/metrics.h"
 
@@ -34,22 +35,6 @@ struct Where {
   }
 };
 
-// What kind of value a field holds, for errors: never the value itself, so
-// that pointing a suite at a file cannot read the file through the errors.
-std::string kind_of(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::string: return "a string";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "an integer";
-    case json::value_t::number_float: return "a fractional number";
-    case json::value_t::array: return "a list";
-    case json::value_t::object: return "an object";
-    default: return "another kind of value";
-  }
-}
-
 // A key of the file as errors name it: a plain name as it is, anything else not at all.
 std::string item_key_name(const std::string& key) {
   const bool plain = !key.empty() && key.size() <= 40 && std::all_of(key.begin(), key.end(), [](char c) {
@@ -61,7 +46,7 @@ std::string item_key_name(const std::string& key) {
 Status read_string(const json& obj, const char* key, const Where& w, bool required, std::string* out) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return required ? w.error(key, "missing (a string is required)") : Status::ok();
-  if (!it->is_string()) return w.error(key, "must be a string, got " + kind_of(*it));
+  if (!it->is_string()) return w.error(key, "must be a string, got " + json_kind_name(*it));
   *out = it->get<std::string>();
   return Status::ok();
 }
@@ -69,7 +54,7 @@ Status read_string(const json& obj, const char* key, const Where& w, bool requir
 // Integers only: 3.0, "3" and true are refused.
 Status read_int(const json& v, const std::string& field, const Where& w, int64_t min, int64_t max, int64_t* out) {
   const std::string want = "must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
-  if (!v.is_number_integer()) return w.error(field, want + ", got " + kind_of(v));
+  if (!v.is_number_integer()) return w.error(field, want + ", got " + json_kind_name(v));
   if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
     return w.error(field, want + ", got one above it");
   }
@@ -82,7 +67,7 @@ Status read_int(const json& v, const std::string& field, const Where& w, int64_t
 Status read_ids(const json& obj, const char* key, const Where& w, std::vector<int32_t>* out) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return Status::ok();
-  if (!it->is_array()) return w.error(key, "must be a list of token ids, got " + kind_of(*it));
+  if (!it->is_array()) return w.error(key, "must be a list of token ids, got " + json_kind_name(*it));
   out->reserve(it->size());
   for (size_t i = 0; i < it->size(); ++i) {
     int64_t id = 0;
@@ -131,12 +116,12 @@ Status read_words(const json& kw, const char* key, const Where& w, bool required
   }
   if (!it->is_array() || (required && it->empty())) {
     const std::string want = required ? "must be a non-empty list of words" : "must be a list of words";
-    return w.error(field, want + ", got " + kind_of(*it));
+    return w.error(field, want + ", got " + json_kind_name(*it));
   }
   for (size_t i = 0; i < it->size(); ++i) {
     const json& word = (*it)[i];
     const std::string at = field + "[" + std::to_string(i) + "]";
-    if (!word.is_string()) return w.error(at, "must be a string, got " + kind_of(word));
+    if (!word.is_string()) return w.error(at, "must be a string, got " + json_kind_name(word));
     const std::string s = word.get<std::string>();
     const bool alpha = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
       return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
@@ -151,7 +136,7 @@ Status read_keyword(const json& obj, const Where& w, KeywordRule* rule) {
   auto it = obj.find("keyword");
   if (it == obj.end() || it->is_null()) return Status::ok();
   const json& kw = *it;
-  if (!kw.is_object()) return w.error("keyword", "must be an object with a type, got " + kind_of(kw));
+  if (!kw.is_object()) return w.error("keyword", "must be an object with a type, got " + json_kind_name(kw));
   auto t = kw.find("type");
   if (t == kw.end() || !t->is_string()) {
     return w.error("keyword.type", "missing (a string: include_exclude, prefix or regex)");
@@ -289,7 +274,7 @@ Result<std::vector<T>> parse_jsonl(std::string_view text, const std::string& pat
       // the parse_error catch and terminated the server.
       return w.error("", "invalid JSON: a number out of range");
     }
-    if (!obj.is_object()) return w.error("", "must be a JSON object, got " + kind_of(obj));
+    if (!obj.is_object()) return w.error("", "must be a JSON object, got " + json_kind_name(obj));
     if (items.size() == kMaxItemsPerFile) {
       return w.error("", "more than " + std::to_string(kMaxItemsPerFile) + " items in one " + what);
     }

@@ -47,6 +47,11 @@ struct ScenarioSpec {
   int32_t max_tokens = 48;   // greedy tokens generated per item
   std::vector<std::string> stop;
   std::vector<EvalItem> items;
+  // For `loragate upgrade --online` (an evaluation ignores them), resolved
+  // against the suite file; "" = not given:
+  std::string adapter_path;       // the online base's adapter (a PEFT folder)
+  std::string train_path;         // the training set its adapter is retrained from on the candidate
+  std::string train_config_path;  // the training config (JSON); "" = the trainer's defaults
 };
 
 struct Suite {

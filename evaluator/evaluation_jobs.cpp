@@ -44,9 +44,27 @@ void EvaluationJobs::cancel_all() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
+    for (auto& [id, flag] : cancel_flags_) flag->store(true);
   }
-  cancel_running_.store(true);
   wake_.notify_all();
+}
+
+Status EvaluationJobs::cancel(int64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (jobs_.find(id) == jobs_.end()) {
+    return Status::not_found("evaluation " + std::to_string(id) + " is not known to this server");
+  }
+  auto it = cancel_flags_.find(id);
+  if (it == cancel_flags_.end()) return Status::ok();  // it has ended
+  cancel_reasons_.emplace(id, "cancelled by request before the evaluation finished; run it again");
+  it->second->store(true);
+  return Status::ok();
+}
+
+std::string EvaluationJobs::cancel_reason_locked(int64_t id) const {
+  auto it = cancel_reasons_.find(id);
+  return it != cancel_reasons_.end() ? it->second
+                                     : "the server shut down before the evaluation finished; run it again";
 }
 
 Status EvaluationJobs::room_for_one_more() const {
@@ -103,6 +121,7 @@ Result<JobStatus> EvaluationJobs::start(const std::string& candidate, const std:
   job.online = loaded->online->name();
   jobs_[job.id] = job;
   loaded->id = job.id;
+  cancel_flags_[job.id] = loaded->cancel;
   queue_.push_back(std::move(loaded).value());
   // A worker per evaluation that may run now, up to max_running; they stay for later ones.
   const size_t max_running = static_cast<size_t>(std::max<int32_t>(1, options_.max_running));
@@ -127,23 +146,25 @@ void EvaluationJobs::worker_main() {
     if (queue_.empty()) return;  // stopping, nothing left to record
     Pending job = std::move(queue_.front());
     queue_.pop_front();
-    const bool cancelled = stopping_;
+    const bool cancelled = stopping_ || job.cancel->load();
     if (!cancelled) jobs_[job.id].state = "running";
+    const int64_t id = job.id;
     lock.unlock();
     if (cancelled) {
-      store_cancelled(job, jobs_unix_seconds());  // queued behind a run when the server stopped
+      store_cancelled(job, jobs_unix_seconds());  // queued behind a run when the server stopped, or cancelled
     } else {
       run_job(std::move(job));
     }
     lock.lock();
+    cancel_flags_.erase(id);
   }
 }
 
 void EvaluationJobs::run_job(Pending job) {
   const int64_t id = job.id;
   const int64_t started_at = jobs_unix_seconds();
-  auto online_arm = serving_base_arm(job.online, &cancel_running_);
-  auto candidate_arm = serving_base_arm(job.candidate, &cancel_running_);
+  auto online_arm = serving_base_arm(job.online, job.cancel.get());
+  auto candidate_arm = serving_base_arm(job.candidate, job.cancel.get());
   RunnerOptions options;
   options.adapter_for = [&](const std::string& scenario, bool cand) -> Result<AdapterChoice> {
     LG_ASSIGN_OR_RETURN(AdapterRecord a,
@@ -177,9 +198,11 @@ void EvaluationJobs::run_job(Pending job) {
 
 void EvaluationJobs::store_cancelled(const Pending& job, int64_t started_at) {
   JobStatus now;
+  std::string reason;
   {
     std::lock_guard<std::mutex> lock(mu_);
     now = jobs_[job.id];
+    reason = cancel_reason_locked(job.id);
   }
   EvaluationRecord record;
   record.started_at = started_at;
@@ -193,7 +216,7 @@ void EvaluationJobs::store_cancelled(const Pending& job, int64_t started_at) {
   record.gates_sha256 = sha256_hex(job.gates.to_yaml());
   record.verdict = "cancelled";
   record.report = json{{"cancelled", true},
-                       {"reason", "the server shut down before the evaluation finished; run it again"},
+                       {"reason", reason},
                        {"suite_path", job.suite.path},
                        {"done", now.done},
                        {"total", now.total}}

@@ -19,7 +19,8 @@
 // Whether a run authorises a promote is promotion_check.h's question.
 // cancel_all() (shutdown) ends the running evaluations at their next
 // engine request and drops the queued ones; each is stored with the verdict
-// "cancelled" so the history shows it and it can be run again.
+// "cancelled" so the history shows it and it can be run again. cancel(id)
+// does the same to one evaluation (an upgrade that is cancelled).
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
@@ -82,6 +83,9 @@ class EvaluationJobs {
   // Cancels the running evaluations and every queued one; later start()s are refused.
   // Returns at once: the running ones end at their next engine request.
   void cancel_all();
+  // Cancels evaluation `id`, queued or running, as cancel_all() does; it
+  // ends "cancelled" (stored so). not_found when unknown; ok when it had ended.
+  Status cancel(int64_t id);
 
   // Where a run's live arm comes from: the shadow traffic figures of a candidate. Before start().
   void set_live_source(std::function<nlohmann::json(const std::string& candidate)> source) {
@@ -94,6 +98,8 @@ class EvaluationJobs {
     Suite suite;
     GateConfig gates;
     std::shared_ptr<ServingBase> online, candidate;
+    // Read by the job's arms between and during requests; set by cancel(id) or cancel_all().
+    std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
   };
   // Whether one more evaluation may wait; mu_ held.
   Status room_for_one_more() const;
@@ -103,6 +109,8 @@ class EvaluationJobs {
   void run_job(Pending job);
   // Stores `job` as cancelled after `done` of `total` units (started at `started_at`).
   void store_cancelled(const Pending& job, int64_t started_at);
+  // Why job `id` was cancelled, for its stored record; mu_ held.
+  std::string cancel_reason_locked(int64_t id) const;
   void update(int64_t id, const std::function<void(JobStatus&)>& change);
 
   BaseSet* bases_;
@@ -117,7 +125,9 @@ class EvaluationJobs {
   std::deque<Pending> queue_;          // guarded by mu_
   int32_t loading_ = 0;                // start()s between their room check and the queue; guarded by mu_
   bool stopping_ = false;              // guarded by mu_
-  std::atomic<bool> cancel_running_{false};  // read by the running jobs' arms between and during requests
+  // The cancel flag of every queued or running job, by id; guarded by mu_.
+  std::map<int64_t, std::shared_ptr<std::atomic<bool>>> cancel_flags_;
+  std::map<int64_t, std::string> cancel_reasons_;  // cancel(id)'s jobs; guarded by mu_
   std::mutex load_mu_;                 // one suite read at a time: its files are capped, not their number
   std::vector<std::thread> workers_;   // up to max_running, started by start()s; guarded by mu_
 };

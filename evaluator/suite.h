@@ -7,6 +7,11 @@
 //     cat: {eval: scenarios/cat/eval.jsonl}
 //   generic: generic/heldout.jsonl        # optional
 //
+// `loragate upgrade --online` reads the same file with three more keys per
+// scenario (an evaluation ignores them): adapter (the online adapter's
+// folder), train (the JSONL its adapter is retrained from) and train_config
+// (a training config JSON).
+//
 // Relative paths are resolved against the suite file's directory; scenarios
 // keep the file's order; unknown keys are refused. Errors name the file, the
 // line and the field, never a value of the file.

@@ -75,7 +75,17 @@ Status parse_scenario(const std::string& name, const YAML::Node& node, const std
                       const YamlWhere& w, ScenarioSpec* s) {
   const std::string path = "scenarios." + name;
   if (!node.IsMap()) return w.error(node, path, "must be a mapping {eval, max_tokens, stop}");
-  LG_RETURN_IF_ERROR(yaml_check_keys(node, path, {"eval", "max_tokens", "stop"}, w));
+  LG_RETURN_IF_ERROR(
+      yaml_check_keys(node, path, {"eval", "max_tokens", "stop", "adapter", "train", "train_config"}, w));
+  // An upgrade's keys: where the online adapter is and what retrains it.
+  for (auto [key, out] : {std::pair<const char*, std::string*>{"adapter", &s->adapter_path},
+                          {"train", &s->train_path}, {"train_config", &s->train_config_path}}) {
+    if (const YAML::Node v = node[key]; v && !v.IsNull()) {
+      std::string given;
+      LG_RETURN_IF_ERROR(yaml_string(v, path + "." + key, w, &given));
+      *out = resolve_against(dir, given);
+    }
+  }
   s->name = name;
   if (!node["eval"]) return w.error(node, path + ".eval", "missing (the eval JSONL file is required)");
   std::string eval;

@@ -26,8 +26,16 @@ Result<AdapterRecord> AdminApi::register_adapter(const std::string& name, const 
                                                  const std::string& base) {
   LG_RETURN_IF_ERROR(validate_name("adapter name", name, /*allow_slash=*/false));
   LG_RETURN_IF_ERROR(check_not_a_base_name(name));
-  LG_ASSIGN_OR_RETURN(std::shared_ptr<ServingBase> target, base_named(base));
+  LG_RETURN_IF_ERROR(base_named(base).status());
   LG_ASSIGN_OR_RETURN(std::string real, resolve_inside_roots(path, options_.adapter_roots, "adapter", "adapters.roots"));
+  return register_adapter_at(name, real, base);
+}
+
+Result<AdapterRecord> AdminApi::register_adapter_at(const std::string& name, const std::string& real,
+                                                    const std::string& base) {
+  LG_RETURN_IF_ERROR(validate_name("adapter name", name, /*allow_slash=*/false));
+  LG_RETURN_IF_ERROR(check_not_a_base_name(name));
+  LG_ASSIGN_OR_RETURN(std::shared_ptr<ServingBase> target, base_named(base));
   const std::string weights = real + "/adapter_model.safetensors";
   AdapterCatalog& cache = *target->adapters();
   // In the cache, not yet routable: requests reach it only once the routes

@@ -19,6 +19,19 @@ void AdminApi::install(Router& router, BlockingWork& blocking) {
   install_scenarios(router, gate);
   install_bases(router, gate);
   if (jobs_ != nullptr && evaluations_ != nullptr) install_evaluations(router, gate);
+  if (upgrades_ != nullptr) install_upgrades(router, gate);
+}
+
+eval::UpgradeHooks AdminApi::upgrade_hooks() {
+  eval::UpgradeHooks hooks;
+  hooks.register_adapter = [this](const std::string& name, const std::string& dir, const std::string& base) {
+    return register_adapter_at(name, dir, base);
+  };
+  hooks.unregister_adapter = [this](const std::string& name, const std::string& base) {
+    return unregister_adapter(name, base);
+  };
+  hooks.routes_changed = [this] { routes_changed(); };
+  return hooks;
 }
 
 Result<std::shared_ptr<ServingBase>> AdminApi::base_named(const std::string& name) const {

@@ -3,9 +3,9 @@
 //   POST   /admin/adapters {name, path, base?}   validate by loading, register on a base, ready at once
 //   DELETE /admin/adapters/{name}[?base=B]       refuse new requests now; running ones finish
 //   GET    /admin/adapters[?base=B]              state, rank, size, cache tier, request counts
-//   PUT    /admin/scenarios/{name} {adapter, base?}
+//   PUT    /admin/scenarios/{name} {adapter, base?, train?: {path, config?}}   train: the scenario's training set
 //   DELETE /admin/scenarios/{name}[?base=B]
-//   GET    /admin/scenarios[?base=B]
+//   GET    /admin/scenarios[/{name}][?base=B]   with each scenario's training set (`train`, null when none)
 //   POST   /admin/bases {name, path, dtype?}     load a candidate base in the background (202)
 //   GET    /admin/bases                          every base (state, sha256, bytes, adapters, in flight) and recent swaps
 //   DELETE /admin/bases/{name}                   unload a base that does not serve
@@ -15,6 +15,9 @@
 //   GET    /admin/bases/{name}/shadow            agreement with live and latencies, per scenario
 //   POST   /admin/evaluations {candidate, suite, gates?}   evaluate a candidate in the background (202)
 //   GET    /admin/evaluations[/{id}]             progress and verdict; stored runs
+//   POST   /admin/upgrades {candidate, path, promote?, skip_untrained?, dtype?}   retrain, evaluate, promote (202)
+//   GET    /admin/upgrades[/{id}]                each scenario's retraining, the verdict, the report's path
+//   DELETE /admin/upgrades/{id} (or POST /admin/upgrades/{id}/cancel)   cancel it (resumable)
 //   POST   /v1/load_lora_adapter {lora_name, lora_path}     vLLM-compatible aliases (serving base)
 //   POST   /v1/unload_lora_adapter {lora_name}
 //
@@ -30,7 +33,7 @@
 // can change a route reloads the routes kept in memory.
 //
 // One file per resource: admin_adapters.cpp, admin_scenarios.cpp,
-// admin_bases.cpp, admin_shadow.cpp, admin_evaluations.cpp.
+// admin_bases.cpp, admin_shadow.cpp, admin_evaluations.cpp, admin_upgrades.cpp.
 #pragma once
 
 #include <memory>
@@ -39,6 +42,7 @@
 
 #include "bases/base_set.h"
 #include "evaluator/evaluation_jobs.h"
+#include "evaluator/upgrade_job.h"
 #include "gateway/admin_gate.h"
 #include "gateway/blocking_work.h"
 #include "gateway/metrics.h"
@@ -55,6 +59,7 @@ struct AdminOptions {
   std::vector<std::string> base_roots;     // base model paths must lie inside one
   std::vector<std::string> eval_roots;     // suite and gates files of evaluations must lie inside one
   std::string served_name;                 // the serving base's public name: no adapter may take it
+  std::vector<std::string> training_roots; // scenarios' training sets must lie inside one (or an adapter root)
 };
 
 class AdminApi {
@@ -69,16 +74,29 @@ class AdminApi {
   void set_route_cache(RegistryModelResolver* routes) { routes_ = routes; }
   // Enables the shadow routes (not owned). Before install().
   void set_shadow_traffic(ShadowTraffic* shadow) { shadow_ = shadow; }
+  // Enables the upgrade routes (not owned; it uses this AdminApi's hooks()). Before install().
+  void set_upgrades(eval::UpgradeJobs* upgrades) { upgrades_ = upgrades; }
+  // What an upgrade needs of the admin API: adapter registration and the route reload.
+  eval::UpgradeHooks upgrade_hooks();
 
   // Registers an adapter on `base` ("" = the serving base) in registry and
   // cache, validating by loading it; it is routable once both have it. Also
   // used at start for configured preloads. Returns the stored record.
   Result<AdapterRecord> register_adapter(const std::string& name, const std::string& path,
                                          const std::string& base = "");
+  // register_adapter for a folder the server chose itself (an upgrade's
+  // retrained adapter, `real` already resolved): not checked against the roots.
+  Result<AdapterRecord> register_adapter_at(const std::string& name, const std::string& real,
+                                            const std::string& base);
   // Refuses new requests for the adapter on `base` and forgets its registration.
   Status unregister_adapter(const std::string& name, const std::string& base = "");
   // Starts loading a candidate base (path checked against the base roots).
   Status add_base(const std::string& name, const std::string& path, WeightType dtype);
+  // The training set of scenario `scenario` from a client's `path` (inside the
+  // training or adapter roots, a regular file, hashed now) and training
+  // `config` (validated; stored with every key). Writes nothing.
+  Result<TrainingSetRecord> training_set_for(const std::string& scenario, const std::string& path,
+                                             const nlohmann::json& config) const;
 
  private:
   // One per resource file; each adds its routes behind `gate`.
@@ -86,6 +104,7 @@ class AdminApi {
   void install_scenarios(Router& router, const AdminGate& gate);
   void install_bases(Router& router, const AdminGate& gate);
   void install_evaluations(Router& router, const AdminGate& gate);
+  void install_upgrades(Router& router, const AdminGate& gate);
   // The shadow routes under /admin/bases/{name}/shadow, on the strand (in memory).
   void set_shadow(const std::shared_ptr<Exchange>& ex, const std::string& base, const AdminGate& gate);
   void describe_shadow(const std::shared_ptr<Exchange>& ex, const std::string& base, const AdminGate& gate);
@@ -101,6 +120,7 @@ class AdminApi {
   const Metrics* metrics_;
   eval::EvaluationJobs* jobs_;
   ShadowTraffic* shadow_ = nullptr;
+  eval::UpgradeJobs* upgrades_ = nullptr;
   EvaluationStore* evaluations_;
   RegistryModelResolver* routes_ = nullptr;
 };

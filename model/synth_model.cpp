@@ -2,10 +2,7 @@
 // and a SentencePiece-style BPE tokenizer trained on a small built-in text.
 #include "model/synth_model.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -21,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/atomic_file.h"
 #include "common/random.h"
 #include "model/safetensors.h"
 
@@ -32,32 +30,6 @@ using ordered_json = nlohmann::ordered_json;
 
 static_assert(std::endian::native == std::endian::little,
               "safetensors data is little-endian; a big-endian host needs byte swaps here");
-
-// ---------------------------------------------------------------------------
-// Files
-
-Status write_text_atomic(const std::string& path, const std::string& text) {
-  static std::atomic<uint64_t> counter{0};
-  const std::string tmp =
-      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return Status::io_error(tmp + ": cannot create");
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return Status::io_error(tmp + ": write failed");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    return Status::io_error(path + ": rename failed: " + ec.message());
-  }
-  return Status::ok();
-}
 
 // ---------------------------------------------------------------------------
 // Weights
@@ -436,24 +408,24 @@ Status write_synth_model(const std::string& out_dir, const SynthOptions& options
   // config.json: ModelConfig's own serialisation plus the tensor dtype.
   ordered_json cfg = ordered_json::parse(config.to_json());
   cfg["torch_dtype"] = options.dtype == DType::kF32 ? "float32" : "bfloat16";
-  LG_RETURN_IF_ERROR(write_text_atomic((dir / "config.json").string(), cfg.dump(2) + "\n"));
+  LG_RETURN_IF_ERROR(write_file_atomic((dir / "config.json").string(), cfg.dump(2) + "\n"));
 
   ordered_json gen;
   gen["bos_token_id"] = 1;
   gen["eos_token_id"] = 2;
   LG_RETURN_IF_ERROR(
-      write_text_atomic((dir / "generation_config.json").string(), gen.dump(2) + "\n"));
+      write_file_atomic((dir / "generation_config.json").string(), gen.dump(2) + "\n"));
 
   LG_ASSIGN_OR_RETURN(std::string tok_json, synth_tokenizer_json(config.vocab_size));
-  LG_RETURN_IF_ERROR(write_text_atomic((dir / "tokenizer.json").string(), tok_json));
+  LG_RETURN_IF_ERROR(write_file_atomic((dir / "tokenizer.json").string(), tok_json));
   LG_RETURN_IF_ERROR(
-      write_text_atomic((dir / "tokenizer_config.json").string(), tokenizer_config_json(config)));
+      write_file_atomic((dir / "tokenizer_config.json").string(), tokenizer_config_json(config)));
   ordered_json stm;
   stm["bos_token"] = "<s>";
   stm["eos_token"] = "</s>";
   stm["unk_token"] = "<unk>";
   LG_RETURN_IF_ERROR(
-      write_text_atomic((dir / "special_tokens_map.json").string(), stm.dump(2) + "\n"));
+      write_file_atomic((dir / "special_tokens_map.json").string(), stm.dump(2) + "\n"));
 
   return write_weights((dir / "model.safetensors").string(), config, options);
 }

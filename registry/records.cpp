@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace loragate {
 namespace {
 
@@ -152,6 +154,20 @@ Status validate(const SwapRecord& record) {
     return Status::invalid_argument(who + ": actor " + in_quotes(record.actor.substr(0, 32)) +
                                     "... is longer than " + std::to_string(kMaxActorLength) + " characters");
   }
+  return Status::ok();
+}
+
+Status validate(const TrainingSetRecord& record) {
+  LG_RETURN_IF_ERROR(validate_name("scenario name", record.scenario, /*allow_slash=*/false));
+  const std::string who = "training set of scenario " + in_quotes(record.scenario);
+  if (record.path.empty()) return Status::invalid_argument(who + " has no path");
+  if (record.sha256.size() != 64 || !is_lower_hex(record.sha256)) {
+    return Status::invalid_argument(who + ": sha256 " + in_quotes(record.sha256.substr(0, 80)) +
+                                    " is not 64 lowercase hex characters");
+  }
+  // Its keys are the trainer's to check; the registry only keeps it whole.
+  const nlohmann::json config = nlohmann::json::parse(record.config, nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) return Status::invalid_argument(who + ": config is not a JSON object");
   return Status::ok();
 }
 

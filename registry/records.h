@@ -1,5 +1,5 @@
 // The plain values the registry stores and returns: base models, adapters,
-// scenarios and base-model swaps, their states, and the checks every record
+// scenarios, their training sets and base-model swaps, their states, and the checks every record
 // passes before it is written. Copyable structs with no behaviour beyond validation; safe to use
 // from any thread.
 #pragma once
@@ -75,6 +75,19 @@ struct ScenarioRecord {
   int64_t updated_at = 0;  // unix seconds, set by the registry
 };
 
+// The data a scenario's adapter is trained from, and how: what an upgrade to
+// another base retrains the scenario's adapter with. It belongs to the
+// scenario's name, not to one base: the scenario "mia" on every base shares
+// it, so that after a promotion the next upgrade still finds it.
+struct TrainingSetRecord {
+  std::string scenario;    // a scenario name (printable, no spaces or '/')
+  std::string path;        // the JSONL training file, as the server resolved it (real path)
+  std::string sha256;      // of the file when it was recorded: 64 lowercase hex
+  std::string config;      // the training config as a JSON object (trainer/train_config.h), as text
+  int64_t created_at = 0;  // unix seconds, set by the registry
+  int64_t updated_at = 0;  // unix seconds, set by the registry
+};
+
 // SwapRecord::kind values.
 inline constexpr const char* kSwapKindPromote = "promote";
 inline constexpr const char* kSwapKindRollback = "rollback";
@@ -102,5 +115,6 @@ Status validate_name(std::string_view what, std::string_view name, bool allow_sl
 Status validate(const BaseModelRecord& record);
 Status validate(const AdapterRecord& record);
 Status validate(const SwapRecord& record);
+Status validate(const TrainingSetRecord& record);
 
 }  // namespace loragate

@@ -1,7 +1,8 @@
 // Registry: the persistent record of what loragate serves — the base model
 // generations (one serving, others loading, candidate, previous, failed or
 // retired), the LoRA adapters registered on each, the scenarios that route a
-// tenant's use case to one adapter of one base, and the history of base
+// tenant's use case to one adapter of one base, the training set each
+// scenario's adapter is retrained from on a new base, and the history of base
 // swaps. The gateway's admin routes write it and every registration is
 // restored from it at server start.
 //
@@ -16,6 +17,8 @@
 //   - an adapter belongs to one registered base model, which is not retired
 //     or failed when the adapter is added;
 //   - a scenario points at a ready adapter of its own base model;
+//   - a training set belongs to a scenario name that exists on some base; it
+//     goes when the last scenario of that name is removed;
 //   - an adapter that a scenario uses cannot be removed (or marked removing):
 //     the error names the scenarios;
 //   - only record_swap moves a base into serving (set_base_state refuses);
@@ -122,6 +125,16 @@ class Registry {
   virtual Result<std::vector<ScenarioRecord>> list_scenarios(const std::string& base_model = "") = 0;
   // The adapter that scenario `name` uses on `base_model`.
   virtual Result<std::string> resolve_scenario(const std::string& name, const std::string& base_model) = 0;
+
+  // --- training sets: per scenario name, shared by that scenario on every base ---
+  // Records (or replaces) the training set of scenario `record.scenario`,
+  // which must exist on at least one base (not_found otherwise). Returns the
+  // stored record. Removing the last scenario of that name removes it too.
+  virtual Result<TrainingSetRecord> set_training_set(const TrainingSetRecord& record) = 0;
+  // The training set of scenario `scenario`; not_found when it has none.
+  virtual Result<TrainingSetRecord> get_training_set(const std::string& scenario) = 0;
+  // Every training set, by scenario name.
+  virtual Result<std::vector<TrainingSetRecord>> list_training_sets() = 0;
 };
 
 }  // namespace loragate

@@ -153,6 +153,46 @@ CREATE TABLE evaluations (
 ) STRICT;
 CREATE INDEX evaluations_by_candidate ON evaluations (candidate_sha256, online_sha256, verdict);
 )sql"},
+    // Scenarios own their training data: the file (as the server resolved it,
+    // with its sha256 when recorded) and the training config an upgrade
+    // retrains the scenario's adapter with. Keyed by the scenario's name, not
+    // (name, base_model): the scenario on every base shares it, so no foreign
+    // key; the registry removes a row with the last scenario of its name.
+    {5, R"sql(
+CREATE TABLE scenario_training (
+  scenario    TEXT    NOT NULL PRIMARY KEY CHECK (length(scenario) > 0),
+  path        TEXT    NOT NULL CHECK (length(path) > 0),
+  sha256      TEXT    NOT NULL CHECK (length(sha256) = 64),  -- of the training file when recorded
+  config      TEXT    NOT NULL,                              -- the TrainConfig JSON (trainer/train_config.h)
+  created_at  INTEGER NOT NULL,
+  updated_at  INTEGER NOT NULL
+) STRICT;
+)sql"},
+    // Upgrades (evaluator/upgrade_job.h): retrain every scenario's adapter on a
+    // candidate base, evaluate, promote. A row is written at every step, so a
+    // restart finds the unfinished ones (and shows them interrupted) and a new
+    // request for the same candidate resumes from the steps it kept. Steps as
+    // JSON; names as text: the history outlives the bases it mentions.
+    {6, R"sql(
+CREATE TABLE upgrades (
+  id              INTEGER PRIMARY KEY AUTOINCREMENT,
+  started_at      INTEGER NOT NULL,
+  updated_at      INTEGER NOT NULL,
+  candidate       TEXT    NOT NULL,
+  candidate_path  TEXT    NOT NULL,
+  online_base     TEXT    NOT NULL,
+  promote         INTEGER NOT NULL,  -- 0 | 1: promote when the evaluation passes
+  skip_untrained  INTEGER NOT NULL,  -- 0 | 1: scenarios without a training set do not block it
+  state           TEXT    NOT NULL,  -- 'queued' | 'training' | 'evaluating' | 'promoting' | 'passed' | 'failed'
+                                     -- | 'promoted' | 'cancelled' | 'interrupted'
+  steps           TEXT    NOT NULL,  -- JSON array, one object per scenario
+  verdict         TEXT    NOT NULL,  -- '' until judged; 'pass' | 'fail' | 'inconclusive'
+  evaluation      INTEGER NOT NULL,  -- the evaluation run's id; 0 = none yet
+  report          TEXT    NOT NULL,  -- the report's path; '' = none yet
+  error           TEXT    NOT NULL
+) STRICT;
+CREATE INDEX upgrades_by_candidate ON upgrades (candidate, state);
+)sql"},
 };
 
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kRegistrySchemaVersion,

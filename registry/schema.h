@@ -17,6 +17,9 @@
 //   3  several base generations: adapters keyed by (name, base_model);
 //      base_models.dtype, .sha256, .error; state 'online' renamed 'serving';
 //      base_swaps, the history of base swaps
+//   4  evaluations, the history of evaluation runs
+//   5  scenario_training, the training set of each scenario name
+//   6  upgrades, the retrain-evaluate-promote runs
 //
 // Thread-safety: the functions use the SqliteDb they are given and follow its
 // rules (one thread at a time).
@@ -30,7 +33,7 @@
 namespace loragate {
 
 // The schema version this build writes and understands.
-inline constexpr int64_t kRegistrySchemaVersion = 4;
+inline constexpr int64_t kRegistrySchemaVersion = 6;
 // PRAGMA application_id of every registry file ("LGRG"), so that another
 // program's SQLite database is not mistaken for one.
 inline constexpr int64_t kRegistryApplicationId = 0x4C475247;

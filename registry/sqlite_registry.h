@@ -1,7 +1,8 @@
 // SqliteRegistry: the Registry on one SQLite file (see registry.h, schema.h).
 // Internal to registry/: Registry::open() makes one. Its methods live by job:
 // sqlite_registry.cpp (row readers, opening), sqlite_registry_bases.cpp (base
-// models, swaps), sqlite_registry_adapters.cpp, sqlite_registry_scenarios.cpp.
+// models, swaps), sqlite_registry_adapters.cpp, sqlite_registry_scenarios.cpp,
+// sqlite_registry_training.cpp (the scenarios' training sets).
 //
 // One connection, guarded by mu_: SQLite's own FULLMUTEX would serialise
 // single calls but not keep a multi-statement transaction, or the error text
@@ -25,6 +26,7 @@ inline constexpr const char* kAdapterColumns =
     "name, base_model, path, rank, alpha, target_modules, sha256, size_bytes, state, created_at, updated_at";
 inline constexpr const char* kBaseModelColumns = "name, path, state, dtype, sha256, error, created_at, updated_at";
 inline constexpr const char* kScenarioColumns = "name, base_model, adapter, created_at, updated_at";
+inline constexpr const char* kTrainingSetColumns = "scenario, path, sha256, config, created_at, updated_at";
 inline constexpr const char* kSwapColumns = "id, at, actor, from_base, to_base, kind, forced, note";
 
 // Seconds since the epoch, for created_at / updated_at / at.
@@ -56,16 +58,22 @@ class SqliteRegistry final : public Registry {
   Result<std::vector<ScenarioRecord>> list_scenarios(const std::string& base_model) override;
   Result<std::string> resolve_scenario(const std::string& name, const std::string& base_model) override;
 
+  Result<TrainingSetRecord> set_training_set(const TrainingSetRecord& record) override;
+  Result<TrainingSetRecord> get_training_set(const std::string& scenario) override;
+  Result<std::vector<TrainingSetRecord>> list_training_sets() override;
+
  private:
   // Row readers: the current row of a SELECT of k*Columns.
   Result<BaseModelRecord> read_base_model(const Statement& row) const;
   Result<AdapterRecord> read_adapter(const Statement& row) const;
   static ScenarioRecord read_scenario(const Statement& row);
+  static TrainingSetRecord read_training_set(const Statement& row);
   Result<SwapRecord> read_swap(const Statement& row) const;
 
   // The queries behind the public calls; the caller holds mu_.
   Result<BaseModelRecord> find_base_model(const std::string& name);
   Result<AdapterRecord> find_adapter(const std::string& name, const std::string& base_model);
+  Result<TrainingSetRecord> find_training_set(const std::string& scenario);
   // not_found unless adapter (name, base_model) exists; invalid_argument
   // naming every scenario of that base that uses it when there is one.
   Status check_adapter_unused(const std::string& name, const std::string& base_model, const std::string& doing);

@@ -59,6 +59,12 @@ Status SqliteRegistry::remove_scenario(const std::string& name, const std::strin
   if (db_->changes() == 0) {
     return Status::not_found("scenario " + in_quotes(name) + " not found on base model " + in_quotes(base_model));
   }
+  // The training set goes with the last scenario of its name.
+  LG_ASSIGN_OR_RETURN(Statement orphan,
+                      db_->prepare("DELETE FROM scenario_training WHERE scenario = ?1"
+                                   " AND NOT EXISTS (SELECT 1 FROM scenarios WHERE name = ?1)"));
+  orphan.bind(1, name);
+  LG_RETURN_IF_ERROR(orphan.run());
   return txn.commit();
 }
 

@@ -27,11 +27,15 @@ class AdamW {
   double lr_at(int64_t step) const;
 
   // Clips the global gradient norm to max_grad_norm (when > 0), then updates
-  // every parameter. Returns the gradient norm before clipping.
+  // every parameter. Returns the gradient norm before clipping. A non-finite
+  // norm (a NaN or infinite gradient) changes nothing, not even the step
+  // count: the caller sees it in the return value and stops.
   double step(LoraParams& params);
 
   int64_t steps_taken() const { return t_; }
-  // Moments, in LoraParams order: m_a, v_a, m_b, v_b of each param.
+  // Moments, in LoraParams order: m_a, v_a, m_b, v_b of each param; empty
+  // before the first step (which allocates them, or remakes them as zeros
+  // when they do not fit the params it is given).
   std::vector<std::vector<float>>& moments() { return moments_; }
   const std::vector<std::vector<float>>& moments() const { return moments_; }
   void set_steps_taken(int64_t t) { t_ = t; }

@@ -50,4 +50,9 @@ Status save_checkpoint(const std::string& out_dir, const LoraParams& params, con
 Result<CheckpointState> load_checkpoint(const std::string& out_dir, LoraParams& params, AdamW& optimizer,
                                         const RunIdentity& identity);
 
+// Removes <out_dir>/checkpoint and what an interrupted save may have left
+// beside it (checkpoint.tmp-*, checkpoint.old), once a run is complete.
+// Nothing to remove is not an error.
+Status remove_checkpoint(const std::string& out_dir);
+
 }  // namespace loragate::train

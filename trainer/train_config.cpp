@@ -1,7 +1,9 @@
 // TrainConfig <-> JSON, with every key checked.
 #include "trainer/train_config.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 namespace loragate::train {
@@ -69,11 +71,12 @@ class Reader {
   std::string name(const char* key) const { return where_ + "." + key; }
 
  private:
+  // Enough digits to tell a bound apart: std::to_string printed 1e-30 as
+  // "0.000000" and 0.999999999 as "1.000000".
   static std::string fmt(double x) {
-    std::string s = std::to_string(x);
-    while (s.size() > 1 && s.back() == '0') s.pop_back();
-    if (!s.empty() && s.back() == '.') s.pop_back();
-    return s;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.10g", x);
+    return buf;
   }
   const json& j_;
   std::string where_;
@@ -148,7 +151,9 @@ float LoraRecipe::scaling() const {
 int64_t TrainConfig::total_steps(int64_t examples) const {
   if (epochs <= 0) return steps;
   const double per_step = static_cast<double>(batch * grad_accum);
-  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(epochs * static_cast<double>(examples) / per_step)));
+  // Capped before the cast: a double past int64's range does not convert (UB).
+  const double steps_needed = std::ceil(epochs * static_cast<double>(examples) / per_step);
+  return std::max<int64_t>(1, static_cast<int64_t>(std::min(steps_needed, 0x1p40)));
 }
 
 nlohmann::json to_json(const TrainConfig& c) {
@@ -193,8 +198,10 @@ Result<TrainConfig> train_config_from_json(const nlohmann::json& j) {
   LG_RETURN_IF_ERROR(r.integer("batch", out.batch, 1, 1 << 20));
   LG_RETURN_IF_ERROR(r.integer("grad_accum", out.grad_accum, 1, 1 << 20));
   if (j.contains("seed")) {
-    if (!j.at("seed").is_number_unsigned() && !j.at("seed").is_number_integer())
-      return Status::invalid_argument("train.seed must be an integer");
+    // A negative seed would wrap silently to a huge unsigned one.
+    const json& seed = j.at("seed");
+    if (!seed.is_number_unsigned() && !(seed.is_number_integer() && seed.get<int64_t>() >= 0))
+      return Status::invalid_argument("train.seed must be an integer >= 0");
     out.seed = j.at("seed").get<uint64_t>();
   }
   std::string sampling = sampling_name(out.sampling);

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_kind.h"
 #include "common/path_roots.h"
 #include "common/sha256.h"
 #include "trainer/chat_example.h"
@@ -22,21 +23,6 @@ enum class TrainLineShape { kPromptCompletion, kMessages };
 
 const char* train_shape_name(TrainLineShape shape) {
   return shape == TrainLineShape::kMessages ? "{\"messages\"}" : "{\"prompt\", \"completion\"}";
-}
-
-// What kind of value a field holds, for errors: never the value itself.
-std::string train_kind_of(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::string: return "a string";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "an integer";
-    case json::value_t::number_float: return "a fractional number";
-    case json::value_t::array: return "a list";
-    case json::value_t::object: return "an object";
-    default: return "another kind of value";
-  }
 }
 
 Result<TrainLineShape> train_line_shape(const json& obj) {
@@ -55,7 +41,7 @@ Result<std::string> train_string_field(const json& obj, const char* key) {
   auto it = obj.find(key);
   if (it == obj.end()) return Status::invalid_argument(std::string(key) + ": missing (a string is required)");
   if (!it->is_string()) {
-    return Status::invalid_argument(std::string(key) + ": must be a string, got " + train_kind_of(*it));
+    return Status::invalid_argument(std::string(key) + ": must be a string, got " + json_kind_name(*it));
   }
   return it->get<std::string>();
 }
@@ -87,7 +73,7 @@ Result<TrainExample> prompt_completion_example(const json& obj, const Tokenizer&
 Result<json> parse_train_line(std::string_view line) {
   try {
     json obj = json::parse(line);
-    if (!obj.is_object()) return Status::invalid_argument("must be a JSON object, got " + train_kind_of(obj));
+    if (!obj.is_object()) return Status::invalid_argument("must be a JSON object, got " + json_kind_name(obj));
     return obj;
   } catch (const json::parse_error& e) {
     return Status::invalid_argument("invalid JSON at column " + std::to_string(e.byte));

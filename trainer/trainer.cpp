@@ -2,10 +2,12 @@
 #include "trainer/trainer.h"
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
 #include "chat/chat_template.h"
+#include "engine/compute_gate.h"
 #include "engine/llama_model.h"
 #include "model/model_dir.h"
 #include "tokenizer/tokenizer.h"
@@ -125,12 +127,28 @@ Result<TrainReport> train_adapter(const TrainJob& job, const std::function<void(
         micro.push_back(&data.examples[static_cast<size_t>(i)]);
         report.tokens += static_cast<int64_t>(micro.back()->ids.size());
       }
-      const LossSum l = train_model->forward_backward(micro, params, 1.0f / static_cast<float>(targets));
-      step_loss.nll += l.nll;
-      step_loss.tokens += l.tokens;
+      const float scale = 1.0f / static_cast<float>(targets);
+      if (job.gate == nullptr) {
+        const LossSum l = train_model->forward_backward(micro, params, scale);
+        step_loss.nll += l.nll;
+        step_loss.tokens += l.tokens;
+        continue;
+      }
+      for (const TrainExample* example : micro) {
+        const ComputeGate::Turn turn(*job.gate, GateClass::kBackground);
+        const LossSum l = train_model->forward_backward(std::span(&example, 1), params, scale);
+        step_loss.nll += l.nll;
+        step_loss.tokens += l.tokens;
+      }
     }
     const double lr = optimizer.lr_at(state.step);
     const double grad_norm = optimizer.step(params);
+    if (!std::isfinite(grad_norm)) {
+      // AdamW left the parameters as they were: the last checkpoint is still good.
+      return Status::failed_precondition("training diverged at step " + std::to_string(state.step + 1) +
+                                         " (gradient norm " + std::to_string(grad_norm) +
+                                         "); lower the learning rate or clip with max_grad_norm");
+    }
     ++state.step;
     state.sampler_position = sampler.position();
     state.curve.push_back({state.step, step_loss.mean(), grad_norm, lr, step_loss.tokens});
@@ -164,7 +182,7 @@ Result<TrainReport> train_adapter(const TrainJob& job, const std::function<void(
   report.last_loss = mean_of_last(report.curve, 10);
   LG_RETURN_IF_ERROR(params.save_peft(job.out_dir, fs::absolute(job.base_dir).string()));
   LG_RETURN_IF_ERROR(write_record(job, report));
-  fs::remove_all(job.out_dir + "/checkpoint", ec);
+  LG_RETURN_IF_ERROR(remove_checkpoint(job.out_dir));
   return report;
 }
 

@@ -18,6 +18,10 @@
 #include "trainer/train_checkpoint.h"
 #include "trainer/train_config.h"
 
+namespace loragate {
+class ComputeGate;
+}
+
 namespace loragate::train {
 
 struct TrainJob {
@@ -28,6 +32,11 @@ struct TrainJob {
   TrainConfig config;
   bool resume = false;               // continue from <out>/checkpoint when present
   std::vector<std::string> roots;    // data must lie inside one of them (empty: anywhere)
+  // Inside a server: the compute pool's gate. Each sequence's forward and
+  // backward pass then takes a background turn, so a live step waits at most
+  // one sequence of training (gradients are summed per sequence: the same
+  // values up to float summation order). Null: the pool is the trainer's.
+  ComputeGate* gate = nullptr;
 };
 
 struct TrainProgress {

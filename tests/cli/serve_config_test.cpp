@@ -47,6 +47,23 @@ bases: {roots: [/models/candidates]}
   EXPECT_NE(r.status().message().find("engine.candidate_share"), std::string::npos) << r.status().message();
 }
 
+TEST(ServeConfigTest, TrainingKeys) {
+  auto c = ServeConfig::parse(R"(
+adapters: {registry: /srv/loragate/registry.db}
+training: {roots: [/srv/data, /srv/more], dir: /srv/trained}
+)", "test.yaml");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->training_roots, (std::vector<std::string>{"/srv/data", "/srv/more"}));
+  EXPECT_EQ(c->resolved_training_dir(), "/srv/trained");
+  auto defaults = ServeConfig::parse("adapters: {registry: /srv/loragate/registry.db}\n", "test.yaml");
+  ASSERT_TRUE(defaults.is_ok());
+  EXPECT_TRUE(defaults->training_roots.empty());
+  EXPECT_EQ(defaults->resolved_training_dir(), "/srv/loragate/trained") << "beside the registry";
+  auto r = ServeConfig::parse("training: {root: [/x]}", "bad.yaml");
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("training.root"), std::string::npos) << r.status().message();
+}
+
 // Found by the serve_config fuzz target: a key that is itself a map threw
 // out of the parser and killed `loragate serve --config`.
 TEST(ServeConfigTest, CollectionKeysAreAnErrorNotACrash) {

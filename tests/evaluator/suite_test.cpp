@@ -297,7 +297,27 @@ TEST_F(SuiteFiles, UnknownSuiteKey) {
   const std::string nested = file("nested.yaml", "scenarios:\n  a:\n    eval: e.jsonl\n    max_token: 8\n");
   auto s2 = load_suite(nested);
   ASSERT_FALSE(s2.is_ok());
-  EXPECT_HAS(s2.status().message(), nested + ":4: scenarios.a.max_token: unknown key (known: eval, max_tokens, stop)");
+  EXPECT_HAS(s2.status().message(),
+             nested + ":4: scenarios.a.max_token: unknown key (known: adapter, eval, max_tokens, stop, train, "
+                      "train_config)");
+}
+
+// An upgrade's keys (loragate upgrade --online): resolved against the suite's directory; an evaluation
+// ignores them.
+TEST_F(SuiteFiles, UpgradeKeysAreResolvedAgainstTheSuite) {
+  file("e.jsonl", std::string(kGood) + "\n");
+  const std::string path = file("up.yaml", "scenarios:\n  a: {eval: e.jsonl, adapter: adapters/a, train: data/a.jsonl,"
+                                           " train_config: recipe.json}\n  b: {eval: e.jsonl}\n");
+  auto suite = load_suite(path);
+  ASSERT_TRUE(suite.is_ok()) << suite.status().to_string();
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  EXPECT_EQ(suite->scenarios[0].adapter_path, dir + "/adapters/a");
+  EXPECT_EQ(suite->scenarios[0].train_path, dir + "/data/a.jsonl");
+  EXPECT_EQ(suite->scenarios[0].train_config_path, dir + "/recipe.json");
+  EXPECT_EQ(suite->scenarios[1].train_path, "");
+  auto bad = load_suite(file("bad.yaml", "scenarios:\n  a: {eval: e.jsonl, train: [x]}\n"));
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_HAS(bad.status().message(), "scenarios.a.train: must be a non-empty string");
 }
 
 TEST_F(SuiteFiles, OtherSuiteErrors) {

@@ -105,7 +105,8 @@ class SchemaTest : public testing::TempDirTest {
   // The tables, indexes and foreign keys of the latest version, and no
   // leftovers of the rebuild.
   void expect_latest_schema_objects(SqliteDb& db) {
-    for (const char* table : {"base_models", "adapters", "scenarios", "base_swaps"}) {
+    for (const char* table : {"base_models", "adapters", "scenarios", "base_swaps", "evaluations",
+                              "scenario_training", "upgrades"}) {
       EXPECT_EQ(count(db, "table", table), 1) << table;
     }
     for (const char* index : {"adapters_by_base_model", "scenarios_by_adapter", "scenarios_by_base_model"}) {
@@ -385,6 +386,34 @@ TEST_F(SchemaTest, DowngradeIsRefused) {
   ASSERT_OK(migrate(*db));
   EXPECT_STATUS(migrate(*db, 1), StatusCode::kInvalidArgument, "cannot downgrade");
   EXPECT_STATUS(migrate(*db, kRegistrySchemaVersion + 1), StatusCode::kInvalidArgument, "no schema version");
+}
+
+// Version 4 with a base, an adapter and a scenario: versions 5 and 6 add the
+// training sets and the upgrades, and the rows come through.
+TEST_F(SchemaTest, FileStoppedAtVersion4MigratesToTrainingSetsAndUpgrades) {
+  {
+    auto db = raw("v4.db");
+    ASSERT_OK(migrate(*db, 4));
+    EXPECT_EQ(count(*db, "table", "scenario_training"), 0);
+    EXPECT_EQ(count(*db, "table", "upgrades"), 0);
+    ASSERT_OK(db->exec(kV1Rows));
+  }
+  auto reg = Registry::open(path("v4.db"));
+  ASSERT_TRUE(reg.is_ok()) << reg.status().to_string();
+  EXPECT_EQ((*reg)->resolve_scenario("text2sql", "llama-a").value(), "sql");
+  EXPECT_TRUE((*reg)->list_training_sets()->empty());
+  TrainingSetRecord t;
+  t.scenario = "text2sql";
+  t.path = "/data/sql.jsonl";
+  t.sha256 = sha256_hex("rows");
+  t.config = R"({"steps": 5})";
+  ASSERT_TRUE((*reg)->set_training_set(t).is_ok());
+  auto db = raw("v4.db");
+  EXPECT_EQ(schema_version(*db).value(), kRegistrySchemaVersion);
+  EXPECT_EQ(db->query_int64("SELECT count(*) FROM scenario_training").value(), 1);
+  EXPECT_EQ(count(*db, "index", "upgrades_by_candidate"), 1);
+  // The schema refuses a training set whose sha256 is not 64 characters, on its own.
+  EXPECT_STATUS(db->exec("UPDATE scenario_training SET sha256 = 'abc'"), StatusCode::kInvalidArgument, "CHECK");
 }
 
 TEST_F(SchemaTest, AnotherProgramsDatabaseIsRefused) {

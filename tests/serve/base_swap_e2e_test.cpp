@@ -389,7 +389,8 @@ TEST_F(BaseSwapTest, PromoteNeedsAPassingEvaluationWithTheCurrentAdapters) {
     const std::string target = "/admin/evaluations/" + std::to_string(json::parse(started.body).value("id", 0));
     for (int i = 0; i < 600; ++i) {
       const json job = json::parse(call(url, "GET", target).body);
-      if (job.value("state", "") != "running") return job;
+      const std::string state = job.value("state", "");
+      if (state != "running" && state != "queued") return job;  // queued: its worker has not taken it yet
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     return json();
