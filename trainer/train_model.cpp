@@ -12,6 +12,7 @@
 #include "kernels/cpu/thread_pool.h"
 #include "trainer/backward_ops.h"
 #include "trainer/dense.h"
+#include "trainer/train_attention.h"
 
 namespace loragate::train {
 namespace {
@@ -72,7 +73,7 @@ struct TrainModel::Impl {
   std::vector<float> x_final;
   // Scratch.
   std::vector<float> tmp, tmp2, grad, grad2, d_qkv, d_gate_up, logits, d_logits, normed_rows, d_rows, trans_a,
-      trans_b, dz;
+      trans_b, dz, db_t;
   std::vector<int64_t> loss_rows;
   std::vector<int32_t> loss_targets;
 
@@ -145,71 +146,64 @@ void TrainModel::Impl::lora_backward(const LoraParams& params, LoraParams* grads
   const int64_t r = p->rank;
   const float s = params.scaling();
   const std::vector<float>& z = a.z[static_cast<size_t>(lora_module_index(m))];
-  // dB [out, r] += s · dyᵀ [out, n] · z [n, r]
-  transpose(dy, n, p->out, ldy, trans_a);
-  transpose(z.data(), n, r, r, trans_b);
-  dense_nt(trans_a.data(), p->out, n, n, trans_b.data(), r, g->grad_b.data(), r, s, true);
+  // dB [out, r] += s · dyᵀ z, gathered as dBᵀ [r, out] along dy's rows (no transposes of activations).
+  db_t.assign(static_cast<size_t>(r * p->out), 0.0f);
+  dense_tn_accumulate(z.data(), n, r, r, dy, p->out, ldy, db_t.data(), p->out, s);
+  for (int64_t o = 0; o < p->out; ++o)
+    for (int64_t c = 0; c < r; ++c) g->grad_b[static_cast<size_t>(o * r + c)] += db_t[static_cast<size_t>(c * p->out + o)];
   // dz [n, r] = s · dy [n, out] · B [out, r]
   transpose(p->b.data(), p->out, r, r, trans_b);
   dz.resize(static_cast<size_t>(n * r));
   dense_nt(dy, n, p->out, ldy, trans_b.data(), r, dz.data(), r, s, false);
-  // dA [r, in] += dzᵀ [r, n] · x [n, in]
-  transpose(dz.data(), n, r, r, trans_a);
-  transpose(x, n, p->in, ldx, trans_b);
-  dense_nt(trans_a.data(), r, n, n, trans_b.data(), p->in, g->grad_a.data(), p->in, 1.0f, true);
+  // dA [r, in] += dzᵀ x
+  dense_tn_accumulate(dz.data(), n, r, r, x, p->in, ldx, g->grad_a.data(), p->in, 1.0f);
   // dx [n, in] += dz [n, r] · A [r, in]
   transpose(p->a.data(), r, p->in, p->in, trans_b);
   dense_nt(dz.data(), n, r, r, trans_b.data(), p->in, dx, lddx, 1.0f, true);
 }
 
+// One task per (sequence, KV head): its query heads share the transposed K and V.
 void TrainModel::Impl::attention_forward(LayerActivations& a) {
   const int64_t num_seqs = static_cast<int64_t>(seq_begin.size()) - 1;
-  const int64_t heads = c.num_attention_heads;
+  const int64_t kv_heads = c.num_key_value_heads;
   cpu::ThreadPool& pool = cpu::compute_pool();
-  const int threads = pool.size();
-  const int64_t items = num_seqs * heads;
+  const int64_t items = num_seqs * kv_heads;
   std::atomic<int64_t> next{0};
-  pool.run(static_cast<int>(std::clamp<int64_t>(items, 1, threads)), [&](int, int) {
-    std::vector<float> probs;
+  pool.run(static_cast<int>(std::clamp<int64_t>(items, 1, pool.size())), [&](int, int) {
+    thread_local AttentionScratch scratch;
     for (int64_t it; (it = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
-      const int64_t seq = it / heads, head = it % heads;
+      const int64_t seq = it / kv_heads, kv_head = it % kv_heads;
       const int64_t b = seq_begin[static_cast<size_t>(seq)];
-      const AttentionShape s{seq_begin[static_cast<size_t>(seq) + 1] - b, heads, c.num_key_value_heads, c.head_dim,
+      const AttentionShape s{seq_begin[static_cast<size_t>(seq) + 1] - b, c.num_attention_heads, kv_heads, c.head_dim,
                              c.sliding_window, qkv_width(), qkv_width(), qkv_width(), q_out()};
-      probs.resize(static_cast<size_t>(s.n * s.n));
       const float* row = a.qkv.data() + b * qkv_width();
-      attention_head_forward(s, head, row, row + q_out(), row + q_out() + kv_out(), a.attn.data() + b * q_out(),
-                             probs.data());
+      attention_group_forward(s, kv_head, row, row + q_out(), row + q_out() + kv_out(), a.attn.data() + b * q_out(),
+                              scratch);
     }
   });
 }
 
-// d_qkv gets dq, dk, dv (before the RoPE backward). Heads sharing a KV head
-// run in one item: they add into the same dk, dv columns.
+// d_qkv gets dq, dk, dv (before the RoPE backward). A task owns one KV head's
+// dk, dv columns of one sequence: its query heads all add into them.
 void TrainModel::Impl::attention_backward(const LayerActivations& a, const float* d_attn, float* d_qkv_out) {
   const int64_t num_seqs = static_cast<int64_t>(seq_begin.size()) - 1;
   const int64_t kv_heads = c.num_key_value_heads;
-  const int64_t group = c.num_attention_heads / kv_heads;
   const int64_t n_all = static_cast<int64_t>(tokens.size());
   std::fill(d_qkv_out, d_qkv_out + n_all * qkv_width(), 0.0f);
   cpu::ThreadPool& pool = cpu::compute_pool();
   const int64_t items = num_seqs * kv_heads;
   std::atomic<int64_t> next{0};
   pool.run(static_cast<int>(std::clamp<int64_t>(items, 1, pool.size())), [&](int, int) {
-    std::vector<float> probs, dprobs;
+    thread_local AttentionScratch scratch;
     for (int64_t it; (it = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
       const int64_t seq = it / kv_heads, kv_head = it % kv_heads;
       const int64_t b = seq_begin[static_cast<size_t>(seq)];
       const AttentionShape s{seq_begin[static_cast<size_t>(seq) + 1] - b, c.num_attention_heads, kv_heads,
                              c.head_dim, c.sliding_window, qkv_width(), qkv_width(), qkv_width(), q_out()};
-      probs.resize(static_cast<size_t>(s.n * s.n));
-      dprobs.resize(static_cast<size_t>(s.n * s.n));
       const float* row = a.qkv.data() + b * qkv_width();
       float* drow = d_qkv_out + b * qkv_width();
-      for (int64_t head = kv_head * group; head < (kv_head + 1) * group; ++head) {
-        attention_head_backward(s, head, row, row + q_out(), row + q_out() + kv_out(), d_attn + b * q_out(), drow,
-                                drow + q_out(), drow + q_out() + kv_out(), probs.data(), dprobs.data());
-      }
+      attention_group_backward(s, kv_head, row, row + q_out(), row + q_out() + kv_out(), d_attn + b * q_out(), drow,
+                               drow + q_out(), drow + q_out() + kv_out(), scratch);
     }
   });
 }
@@ -230,7 +224,7 @@ LossSum TrainModel::Impl::head(const LoraParams&, bool backward, float grad_scal
       cpu::rmsnorm(x, w.final_norm().data(), normed_rows.data() + i * h(), 1, h(), eps());
     }
     logits.resize(static_cast<size_t>(m * vocab));
-    cpu::matmul(normed_rows.data(), m, h(), w.lm_head(), logits.data(), vocab);
+    matmul_rows(normed_rows.data(), m, h(), w.lm_head(), logits.data(), vocab);
     if (backward) d_logits.resize(static_cast<size_t>(m * vocab));
     for (int64_t i = 0; i < m; ++i) {
       loss.nll += cross_entropy(logits.data() + i * vocab, vocab, loss_targets[static_cast<size_t>(r0 + i)],
@@ -238,7 +232,7 @@ LossSum TrainModel::Impl::head(const LoraParams&, bool backward, float grad_scal
     }
     if (!backward) continue;
     d_rows.resize(static_cast<size_t>(m * h()));
-    cpu::matmul(d_logits.data(), m, vocab, lm_head_t, d_rows.data(), h());
+    matmul_rows(d_logits.data(), m, vocab, lm_head_t, d_rows.data(), h());
     for (int64_t i = 0; i < m; ++i) {
       const int64_t row = loss_rows[static_cast<size_t>(r0 + i)];
       rmsnorm_backward(x_final.data() + row * h(), w.final_norm().data(), d_rows.data() + i * h(),
@@ -267,7 +261,7 @@ LossSum TrainModel::Impl::run(std::span<const TrainExample* const> batch, const 
     a.normed1.resize(x.size());
     cpu::rmsnorm(x.data(), lw.input_norm.data(), a.normed1.data(), n, h(), eps());
     a.qkv.resize(static_cast<size_t>(n * qkv_width()));
-    cpu::matmul(a.normed1.data(), n, h(), lw.qkv, a.qkv.data(), qkv_width());
+    matmul_rows(a.normed1.data(), n, h(), lw.qkv, a.qkv.data(), qkv_width());
     if (!lw.qkv_bias.empty()) cpu::add_bias(a.qkv.data(), lw.qkv_bias.data(), n, qkv_width(), qkv_width());
     lora_forward(params, l, LoraModule::kQ, a.normed1.data(), h(), a.qkv.data(), qkv_width(), a);
     lora_forward(params, l, LoraModule::kK, a.normed1.data(), h(), a.qkv.data() + q_out(), qkv_width(), a);
@@ -278,7 +272,7 @@ LossSum TrainModel::Impl::run(std::span<const TrainExample* const> batch, const 
     a.attn.resize(static_cast<size_t>(n * q_out()));
     attention_forward(a);
     tmp.resize(static_cast<size_t>(n * h()));
-    cpu::matmul(a.attn.data(), n, q_out(), lw.o, tmp.data(), h());
+    matmul_rows(a.attn.data(), n, q_out(), lw.o, tmp.data(), h());
     lora_forward(params, l, LoraModule::kO, a.attn.data(), q_out(), tmp.data(), h(), a);
     cpu::add_inplace(x.data(), tmp.data(), n * h());
     a.x_mid = x;
@@ -286,12 +280,12 @@ LossSum TrainModel::Impl::run(std::span<const TrainExample* const> batch, const 
     a.normed2.resize(x.size());
     cpu::rmsnorm(x.data(), lw.post_attn_norm.data(), a.normed2.data(), n, h(), eps());
     a.gate_up.resize(static_cast<size_t>(n * 2 * inter()));
-    cpu::matmul(a.normed2.data(), n, h(), lw.gate_up, a.gate_up.data(), 2 * inter());
+    matmul_rows(a.normed2.data(), n, h(), lw.gate_up, a.gate_up.data(), 2 * inter());
     lora_forward(params, l, LoraModule::kGate, a.normed2.data(), h(), a.gate_up.data(), 2 * inter(), a);
     lora_forward(params, l, LoraModule::kUp, a.normed2.data(), h(), a.gate_up.data() + inter(), 2 * inter(), a);
     a.act.resize(static_cast<size_t>(n * inter()));
     cpu::silu_mul(a.gate_up.data(), a.act.data(), n, inter());
-    cpu::matmul(a.act.data(), n, inter(), lw.down, tmp.data(), h());
+    matmul_rows(a.act.data(), n, inter(), lw.down, tmp.data(), h());
     lora_forward(params, l, LoraModule::kDown, a.act.data(), inter(), tmp.data(), h(), a);
     cpu::add_inplace(x.data(), tmp.data(), n * h());
   }
@@ -308,12 +302,12 @@ LossSum TrainModel::Impl::run(std::span<const TrainExample* const> batch, const 
     const LayerActivations& a = acts[static_cast<size_t>(l)];
     // MLP: x_out = x_mid + down(silu(gate) * up) of normed2.
     grad.resize(static_cast<size_t>(n * inter()));
-    cpu::matmul(dx.data(), n, h(), wt.down, grad.data(), inter());
+    matmul_rows(dx.data(), n, h(), wt.down, grad.data(), inter());
     lora_backward(params, grads, l, LoraModule::kDown, a.act.data(), inter(), dx.data(), h(), grad.data(), inter(), a);
     d_gate_up.resize(static_cast<size_t>(n * 2 * inter()));
     silu_mul_backward(a.gate_up.data(), grad.data(), d_gate_up.data(), n, inter());
     grad2.resize(static_cast<size_t>(n * h()));
-    cpu::matmul(d_gate_up.data(), n, 2 * inter(), wt.gate_up, grad2.data(), h());
+    matmul_rows(d_gate_up.data(), n, 2 * inter(), wt.gate_up, grad2.data(), h());
     lora_backward(params, grads, l, LoraModule::kGate, a.normed2.data(), h(), d_gate_up.data(), 2 * inter(),
                   grad2.data(), h(), a);
     lora_backward(params, grads, l, LoraModule::kUp, a.normed2.data(), h(), d_gate_up.data() + inter(), 2 * inter(),
@@ -324,13 +318,13 @@ LossSum TrainModel::Impl::run(std::span<const TrainExample* const> batch, const 
 
     // Attention: x_mid = x + o(attention(rope(qkv of normed1))).
     grad.resize(static_cast<size_t>(n * q_out()));
-    cpu::matmul(dx.data(), n, h(), wt.o, grad.data(), q_out());
+    matmul_rows(dx.data(), n, h(), wt.o, grad.data(), q_out());
     lora_backward(params, grads, l, LoraModule::kO, a.attn.data(), q_out(), dx.data(), h(), grad.data(), q_out(), a);
     d_qkv.resize(static_cast<size_t>(n * qkv_width()));
     attention_backward(a, grad.data(), d_qkv.data());
     rope_backward(d_qkv.data(), n, c.num_attention_heads, c.head_dim, qkv_width(), cos.data(), sin.data());
     rope_backward(d_qkv.data() + q_out(), n, c.num_key_value_heads, c.head_dim, qkv_width(), cos.data(), sin.data());
-    cpu::matmul(d_qkv.data(), n, qkv_width(), wt.qkv, grad2.data(), h());
+    matmul_rows(d_qkv.data(), n, qkv_width(), wt.qkv, grad2.data(), h());
     lora_backward(params, grads, l, LoraModule::kQ, a.normed1.data(), h(), d_qkv.data(), qkv_width(), grad2.data(),
                   h(), a);
     lora_backward(params, grads, l, LoraModule::kK, a.normed1.data(), h(), d_qkv.data() + q_out(), qkv_width(),

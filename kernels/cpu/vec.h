@@ -12,5 +12,8 @@ namespace loragate::cpu {
 float vec_dot(const float* a, const float* b, int64_t n);
 // y[j] = fma(p, x[j], y[j])
 void vec_axpy(float p, const float* x, float* y, int64_t n);
+// s[j] = e^(s[j] - max_i s[i]); returns their sum: a softmax before its
+// division (the attention's own exp; n > 0).
+float vec_softmax_numerators(float* s, int64_t n);
 
 }  // namespace loragate::cpu
