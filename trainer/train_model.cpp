@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 
 #include "engine/rope_tables.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/cpu/vec.h"
 #include "trainer/backward_ops.h"
 #include "trainer/dense.h"
 #include "trainer/train_attention.h"
@@ -19,6 +21,27 @@ namespace {
 
 // Rows of logits computed at once: bounds the [rows, vocab] buffer.
 constexpr int64_t kLogitChunk = 256;
+
+// cross_entropy() of backward_ops.h on the vector kernels: the exponentials
+// in f32 (vocab of them per loss row; glibc's exp in f64 was a tenth of a
+// small model's step), their sum's log in f64. `logits` is scratch: without
+// d_logits, the exponentials overwrite it.
+double row_cross_entropy(float* logits, int64_t vocab, int32_t target, float scale, float* d_logits) {
+  const double top = logits[cpu::argmax(logits, vocab)];
+  const double at_target = logits[target];
+  float* e = logits;
+  if (d_logits != nullptr) {
+    std::copy(logits, logits + vocab, d_logits);
+    e = d_logits;
+  }
+  const float sum = cpu::vec_softmax_numerators(e, vocab);  // e = exp(logits - top)
+  if (d_logits != nullptr) {
+    const float k = scale / sum;
+    for (int64_t i = 0; i < vocab; ++i) d_logits[i] *= k;
+    d_logits[target] -= scale;
+  }
+  return top + std::log(static_cast<double>(sum)) - at_target;
+}
 
 // Column `row` of a packed matrix, as a row of its transpose.
 class TransposedSource : public cpu::PackedMatrix::RowSource {
@@ -227,8 +250,8 @@ LossSum TrainModel::Impl::head(const LoraParams&, bool backward, float grad_scal
     matmul_rows(normed_rows.data(), m, h(), w.lm_head(), logits.data(), vocab);
     if (backward) d_logits.resize(static_cast<size_t>(m * vocab));
     for (int64_t i = 0; i < m; ++i) {
-      loss.nll += cross_entropy(logits.data() + i * vocab, vocab, loss_targets[static_cast<size_t>(r0 + i)],
-                                grad_scale, backward ? d_logits.data() + i * vocab : nullptr);
+      loss.nll += row_cross_entropy(logits.data() + i * vocab, vocab, loss_targets[static_cast<size_t>(r0 + i)],
+                                    grad_scale, backward ? d_logits.data() + i * vocab : nullptr);
     }
     if (!backward) continue;
     d_rows.resize(static_cast<size_t>(m * h()));
