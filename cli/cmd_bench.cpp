@@ -166,14 +166,15 @@ void add_bench_command(CLI::App& app) {
   trn->add_option("--seq-len", tr->seq_len, "Tokens per synthetic example")->check(CLI::Range(2, 1 << 16));
   trn->add_option("--steps", tr->steps, "Timed optimizer steps per repeat")->check(CLI::PositiveNumber);
   trn->add_option("--rank", tr->rank, "LoRA rank (alpha = 2 x rank)")->check(CLI::Range(1, 4096));
-  trn->add_option("--repeats", tr->repeats, "Repetitions (medians reported)")->check(CLI::PositiveNumber);
+  trn->add_option("--repeats", tr->repeats, "Repetitions, medians reported (default 3; --fixtures: 1)")
+      ->check(CLI::PositiveNumber);
   trn->add_option("--threads", tr->threads, "Threads (0 = all cores)");
-  trn->callback([tr, fx] {
+  trn->callback([tr, fx, trn] {
     Status s;
     if (!fx->eval_dir.empty()) {
       fx->dtype = tr->dtype;
       fx->threads = tr->threads;
-      fx->repeats = tr->repeats;
+      if (trn->count("--repeats") > 0) fx->repeats = tr->repeats;  // else one run of each adapter
       s = bench::run_train_fixture_bench(*fx);
     } else if (tr->model_dir.empty()) {
       s = Status::invalid_argument("bench train needs --model DIR or --fixtures EVAL_DIR");

@@ -43,6 +43,25 @@ double row_cross_entropy(float* logits, int64_t vocab, int32_t target, float sca
   return top + std::log(static_cast<double>(sum)) - at_target;
 }
 
+// The element-wise ops between the matmuls work row by row: fn(r0, r1) over
+// [0, rows) in blocks, on the compute threads.
+template <class Fn>
+void for_row_blocks(int64_t rows, const Fn& fn) {
+  constexpr int64_t kRowsPerTask = 32;
+  const int64_t blocks = (rows + kRowsPerTask - 1) / kRowsPerTask;
+  cpu::ThreadPool& pool = cpu::compute_pool();
+  if (blocks < 2 || pool.size() < 2) {
+    fn(int64_t{0}, rows);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  pool.run(static_cast<int>(std::min<int64_t>(blocks, pool.size())), [&](int, int) {
+    for (int64_t b; (b = next.fetch_add(1, std::memory_order_relaxed)) < blocks;) {
+      fn(b * kRowsPerTask, std::min(rows, (b + 1) * kRowsPerTask));
+    }
+  });
+}
+
 // Column `row` of a packed matrix, as a row of its transpose.
 class TransposedSource : public cpu::PackedMatrix::RowSource {
  public:
@@ -119,6 +138,8 @@ struct TrainModel::Impl {
   void attention_forward(LayerActivations& a);
   void attention_backward(const LayerActivations& a, const float* d_attn, float* d_qkv);
   LossSum head(const LoraParams& params, bool backward, float grad_scale, float* dx);
+  // dx += the RMSNorm backward (input x, weight w) of dy, the gradient w.r.t. the norm's output.
+  void norm_backward_into(const float* x, const float* w, const float* dy, float* dx);
 };
 
 void TrainModel::Impl::lay_out(std::span<const TrainExample* const> batch) {
@@ -267,6 +288,16 @@ LossSum TrainModel::Impl::head(const LoraParams&, bool backward, float grad_scal
   return loss;
 }
 
+void TrainModel::Impl::norm_backward_into(const float* x, const float* w, const float* dy, float* dx) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  tmp.resize(static_cast<size_t>(n * h()));
+  for_row_blocks(n, [&](int64_t r0, int64_t r1) {
+    const int64_t at = r0 * h();
+    rmsnorm_backward(x + at, w, dy + at, tmp.data() + at, r1 - r0, h(), c.rms_norm_eps);
+    cpu::add_inplace(dx + at, tmp.data() + at, (r1 - r0) * h());
+  });
+}
+
 LossSum TrainModel::Impl::run(std::span<const TrainExample* const> batch, const LoraParams& params, LoraParams* grads,
                               float grad_scale) {
   lay_out(batch);
@@ -282,35 +313,49 @@ LossSum TrainModel::Impl::run(std::span<const TrainExample* const> batch, const 
     LayerActivations& a = acts[static_cast<size_t>(l)];
     a.x = x;
     a.normed1.resize(x.size());
-    cpu::rmsnorm(x.data(), lw.input_norm.data(), a.normed1.data(), n, h(), eps());
+    for_row_blocks(n, [&](int64_t r0, int64_t r1) {
+      cpu::rmsnorm(x.data() + r0 * h(), lw.input_norm.data(), a.normed1.data() + r0 * h(), r1 - r0, h(), eps());
+    });
     a.qkv.resize(static_cast<size_t>(n * qkv_width()));
     matmul_rows(a.normed1.data(), n, h(), lw.qkv, a.qkv.data(), qkv_width());
     if (!lw.qkv_bias.empty()) cpu::add_bias(a.qkv.data(), lw.qkv_bias.data(), n, qkv_width(), qkv_width());
     lora_forward(params, l, LoraModule::kQ, a.normed1.data(), h(), a.qkv.data(), qkv_width(), a);
     lora_forward(params, l, LoraModule::kK, a.normed1.data(), h(), a.qkv.data() + q_out(), qkv_width(), a);
     lora_forward(params, l, LoraModule::kV, a.normed1.data(), h(), a.qkv.data() + q_out() + kv_out(), qkv_width(), a);
-    cpu::rope_rotate_half(a.qkv.data(), n, c.num_attention_heads, c.head_dim, qkv_width(), cos.data(), sin.data());
-    cpu::rope_rotate_half(a.qkv.data() + q_out(), n, c.num_key_value_heads, c.head_dim, qkv_width(), cos.data(),
-                          sin.data());
+    for_row_blocks(n, [&](int64_t r0, int64_t r1) {
+      float* rows = a.qkv.data() + r0 * qkv_width();
+      const int64_t half = c.head_dim / 2;
+      cpu::rope_rotate_half(rows, r1 - r0, c.num_attention_heads, c.head_dim, qkv_width(), cos.data() + r0 * half,
+                            sin.data() + r0 * half);
+      cpu::rope_rotate_half(rows + q_out(), r1 - r0, c.num_key_value_heads, c.head_dim, qkv_width(),
+                            cos.data() + r0 * half, sin.data() + r0 * half);
+    });
     a.attn.resize(static_cast<size_t>(n * q_out()));
     attention_forward(a);
     tmp.resize(static_cast<size_t>(n * h()));
     matmul_rows(a.attn.data(), n, q_out(), lw.o, tmp.data(), h());
     lora_forward(params, l, LoraModule::kO, a.attn.data(), q_out(), tmp.data(), h(), a);
-    cpu::add_inplace(x.data(), tmp.data(), n * h());
-    a.x_mid = x;
-
+    a.x_mid.resize(x.size());
     a.normed2.resize(x.size());
-    cpu::rmsnorm(x.data(), lw.post_attn_norm.data(), a.normed2.data(), n, h(), eps());
+    for_row_blocks(n, [&](int64_t r0, int64_t r1) {
+      const int64_t at = r0 * h(), len = (r1 - r0) * h();
+      cpu::add_inplace(x.data() + at, tmp.data() + at, len);
+      std::copy(x.data() + at, x.data() + at + len, a.x_mid.data() + at);
+      cpu::rmsnorm(x.data() + at, lw.post_attn_norm.data(), a.normed2.data() + at, r1 - r0, h(), eps());
+    });
     a.gate_up.resize(static_cast<size_t>(n * 2 * inter()));
     matmul_rows(a.normed2.data(), n, h(), lw.gate_up, a.gate_up.data(), 2 * inter());
     lora_forward(params, l, LoraModule::kGate, a.normed2.data(), h(), a.gate_up.data(), 2 * inter(), a);
     lora_forward(params, l, LoraModule::kUp, a.normed2.data(), h(), a.gate_up.data() + inter(), 2 * inter(), a);
     a.act.resize(static_cast<size_t>(n * inter()));
-    cpu::silu_mul(a.gate_up.data(), a.act.data(), n, inter());
+    for_row_blocks(n, [&](int64_t r0, int64_t r1) {
+      cpu::silu_mul(a.gate_up.data() + r0 * 2 * inter(), a.act.data() + r0 * inter(), r1 - r0, inter());
+    });
     matmul_rows(a.act.data(), n, inter(), lw.down, tmp.data(), h());
     lora_forward(params, l, LoraModule::kDown, a.act.data(), inter(), tmp.data(), h(), a);
-    cpu::add_inplace(x.data(), tmp.data(), n * h());
+    for_row_blocks(n, [&](int64_t r0, int64_t r1) {
+      cpu::add_inplace(x.data() + r0 * h(), tmp.data() + r0 * h(), (r1 - r0) * h());
+    });
   }
   x_final = std::move(x);
 
@@ -328,16 +373,17 @@ LossSum TrainModel::Impl::run(std::span<const TrainExample* const> batch, const 
     matmul_rows(dx.data(), n, h(), wt.down, grad.data(), inter());
     lora_backward(params, grads, l, LoraModule::kDown, a.act.data(), inter(), dx.data(), h(), grad.data(), inter(), a);
     d_gate_up.resize(static_cast<size_t>(n * 2 * inter()));
-    silu_mul_backward(a.gate_up.data(), grad.data(), d_gate_up.data(), n, inter());
+    for_row_blocks(n, [&](int64_t r0, int64_t r1) {
+      silu_mul_backward(a.gate_up.data() + r0 * 2 * inter(), grad.data() + r0 * inter(),
+                        d_gate_up.data() + r0 * 2 * inter(), r1 - r0, inter());
+    });
     grad2.resize(static_cast<size_t>(n * h()));
     matmul_rows(d_gate_up.data(), n, 2 * inter(), wt.gate_up, grad2.data(), h());
     lora_backward(params, grads, l, LoraModule::kGate, a.normed2.data(), h(), d_gate_up.data(), 2 * inter(),
                   grad2.data(), h(), a);
     lora_backward(params, grads, l, LoraModule::kUp, a.normed2.data(), h(), d_gate_up.data() + inter(), 2 * inter(),
                   grad2.data(), h(), a);
-    tmp.resize(static_cast<size_t>(n * h()));
-    rmsnorm_backward(a.x_mid.data(), lw.post_attn_norm.data(), grad2.data(), tmp.data(), n, h(), c.rms_norm_eps);
-    cpu::add_inplace(dx.data(), tmp.data(), n * h());  // dx is now d x_mid
+    norm_backward_into(a.x_mid.data(), lw.post_attn_norm.data(), grad2.data(), dx.data());  // dx is now d x_mid
 
     // Attention: x_mid = x + o(attention(rope(qkv of normed1))).
     grad.resize(static_cast<size_t>(n * q_out()));
@@ -345,8 +391,14 @@ LossSum TrainModel::Impl::run(std::span<const TrainExample* const> batch, const 
     lora_backward(params, grads, l, LoraModule::kO, a.attn.data(), q_out(), dx.data(), h(), grad.data(), q_out(), a);
     d_qkv.resize(static_cast<size_t>(n * qkv_width()));
     attention_backward(a, grad.data(), d_qkv.data());
-    rope_backward(d_qkv.data(), n, c.num_attention_heads, c.head_dim, qkv_width(), cos.data(), sin.data());
-    rope_backward(d_qkv.data() + q_out(), n, c.num_key_value_heads, c.head_dim, qkv_width(), cos.data(), sin.data());
+    for_row_blocks(n, [&](int64_t r0, int64_t r1) {
+      float* rows = d_qkv.data() + r0 * qkv_width();
+      const int64_t half = c.head_dim / 2;
+      rope_backward(rows, r1 - r0, c.num_attention_heads, c.head_dim, qkv_width(), cos.data() + r0 * half,
+                    sin.data() + r0 * half);
+      rope_backward(rows + q_out(), r1 - r0, c.num_key_value_heads, c.head_dim, qkv_width(), cos.data() + r0 * half,
+                    sin.data() + r0 * half);
+    });
     matmul_rows(d_qkv.data(), n, qkv_width(), wt.qkv, grad2.data(), h());
     lora_backward(params, grads, l, LoraModule::kQ, a.normed1.data(), h(), d_qkv.data(), qkv_width(), grad2.data(),
                   h(), a);
@@ -354,8 +406,7 @@ LossSum TrainModel::Impl::run(std::span<const TrainExample* const> batch, const 
                   grad2.data(), h(), a);
     lora_backward(params, grads, l, LoraModule::kV, a.normed1.data(), h(), d_qkv.data() + q_out() + kv_out(),
                   qkv_width(), grad2.data(), h(), a);
-    rmsnorm_backward(a.x.data(), lw.input_norm.data(), grad2.data(), tmp.data(), n, h(), c.rms_norm_eps);
-    cpu::add_inplace(dx.data(), tmp.data(), n * h());  // dx is now d x (this layer's input)
+    norm_backward_into(a.x.data(), lw.input_norm.data(), grad2.data(), dx.data());  // dx is now d x (layer input)
   }
   // The embedding is frozen and not adapted: the gradient stops here.
   return loss;
