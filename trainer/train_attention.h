@@ -1,18 +1,23 @@
 // The trainer's causal GQA attention over one sequence, forward and backward,
-// in f32 on the dispatched vector kernels (kernels/cpu/vec.h).
+// in f32 as small matrix products on the server's matmul kernel.
 //
 // The same mathematics as attention_head_forward / attention_head_backward of
 // backward_ops.h (which stay the f64-testable reference), arranged for
-// speed: one call handles the query heads of one KV head, whose K and V are
-// transposed once into [head_dim, n] so that every inner loop runs along the
-// keys (contiguous, vectorised, no per-element reduction chains), and the
-// backward pass recomputes each query's probabilities one row at a time
-// (O(n) scratch, no n × n buffers). Results differ from the reference only
-// in rounding (summation order); tests/trainer/train_attention_test.cpp
-// checks them against it.
+// speed: one call handles the query heads of one KV head, and every product
+// (Q Kᵀ, P V and the five of the backward pass) is one cpu::matmul over the
+// whole sequence, with the probabilities softmaxed row by row in between
+// and recomputed by the backward pass. Products whose result is head_dim
+// wide are computed transposed (head_dim rows of the kernel against n
+// output columns), so that a small head_dim (stories260K's is 8) does not
+// leave the kernel's output panels nearly empty. The products cover the full
+// n × n square (the masked half is computed, then zeroed): twice the causal
+// FLOPs, at the kernel's speed instead of that of per-element loops. Results
+// differ from the reference only in rounding (summation order);
+// tests/trainer/train_attention_test.cpp checks them against it.
 //
 // Thread-safe for calls writing different KV heads' columns, each with its
-// own scratch.
+// own scratch. Called inside a compute_pool() run, the products run serially
+// on the caller (one task per sequence and KV head is the parallelism).
 #pragma once
 
 #include <cstdint>
@@ -24,8 +29,9 @@ namespace loragate::train {
 
 // Grown on demand; one per thread.
 struct AttentionScratch {
-  std::vector<float> kt, vt, dkt, dvt;  // [head_dim, n] each
-  std::vector<float> p, dp;             // one row of probabilities and their gradients, [n]
+  std::vector<float> k, v;                             // one KV head's K, V [n, d]
+  std::vector<float> kt, vt, rhs_t, out_t, dk_t, dv_t;  // [d, n]
+  std::vector<float> probs, dprobs, square_t;          // [n, n]
 };
 
 // Writes the out columns of every query head of `kv_head` (q, k, v, out as
