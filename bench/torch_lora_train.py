@@ -113,7 +113,8 @@ class LlamaLora:
         self.layers = []
         for i in range(c["num_hidden_layers"]):
             p = f"model.layers.{i}."
-            layer = {"input_norm": w[p + "input_layernorm.weight"], "post_norm": w[p + "post_attention_layernorm.weight"]}
+            layer = {"input_norm": w[p + "input_layernorm.weight"],
+                     "post_norm": w[p + "post_attention_layernorm.weight"]}
             for name in ("q", "k", "v", "o"):
                 layer[name] = Lora(w[p + f"self_attn.{name}_proj.weight"], rank, scaling, generator)
             for name in ("gate", "up", "down"):

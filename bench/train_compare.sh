@@ -5,7 +5,7 @@
 #
 #   bench/train_compare.sh --model DIR [--data FILE] [--batch 16] [--seq-len 128]
 #       [--steps 4] [--repeats 3] [--threads 2] [--rank 8] [--rounds 3]
-#       [--loragate build/cli/loragate]
+#       [--torch-blas-threads N] [--loragate build/cli/loragate]
 #
 # A: `loragate bench train` (its first round also writes the examples it
 #    used with --dump-examples); B: bench/torch_lora_train.py on those examples.
@@ -15,13 +15,16 @@
 # Needs Debian's python3-torch and OpenBLAS (libopenblas0-pthread): Debian's
 # torch calls the system libblas.so.3, and the netlib reference BLAS that is
 # Debian's default would make PyTorch several times slower than it is, so B
-# runs with LD_LIBRARY_PATH pointing at OpenBLAS. Neither is a dependency of
-# loragate or installed in CI: when missing, this script installs them as root
-# (installing libopenblas0-pthread also makes it the system's libblas.so.3
-# alternative) or prints the command to run.
+# runs with LD_LIBRARY_PATH pointing at OpenBLAS, with --torch-blas-threads
+# threads of its own (default: --threads; torch's own intra-op threads are
+# --threads too, and on a small model the two sets oversubscribe the cores:
+# see BENCHMARKS.md). Neither is a dependency of loragate or installed in CI:
+# when missing, this script installs them as root (installing
+# libopenblas0-pthread also makes it the system's libblas.so.3 alternative) or
+# prints the command to run.
 set -euo pipefail
 
-model="" data="" batch=16 seq_len=128 steps=4 repeats=3 threads=2 rank=8 rounds=3
+model="" data="" batch=16 seq_len=128 steps=4 repeats=3 threads=2 rank=8 rounds=3 blas_threads=""
 loragate="build/cli/loragate"
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -34,10 +37,12 @@ while [[ $# -gt 0 ]]; do
     --threads) threads="$2"; shift 2 ;;
     --rank) rank="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
+    --torch-blas-threads) blas_threads="$2"; shift 2 ;;
     --loragate) loragate="$2"; shift 2 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
+blas_threads="${blas_threads:-$threads}"
 [[ -n "$model" ]] || { echo "usage: $0 --model DIR [--data FILE] [...]" >&2; exit 2; }
 [[ -x "$loragate" ]] || { echo "$loragate: not built (cmake --build build --target loragate)" >&2; exit 2; }
 
@@ -62,7 +67,8 @@ trap 'rm -rf "$work"' EXIT
 examples="$work/examples.jsonl"
 
 echo "machine: $(nproc) cores; uptime: $(uptime)"
-echo "model $model, batch $batch, ${data:-synthetic examples of $seq_len tokens}, rank $rank, $steps steps x $repeats repeats per run, $threads threads, $rounds rounds"
+echo "model $model, batch $batch, ${data:-synthetic examples of $seq_len tokens}, rank $rank," \
+  "$steps steps x $repeats repeats per run, $threads threads (torch's OpenBLAS: $blas_threads), $rounds rounds"
 
 common=(--model "$model" --batch "$batch" --steps "$steps" --repeats "$repeats" --threads "$threads" --rank "$rank")
 lg_args=("${common[@]}" --seq-len "$seq_len")
@@ -78,13 +84,16 @@ for ((round = 1; round <= rounds; round++)); do
   lg_sps+=("$(awk '$1 == "steps/s" { print $2 }' "$work/lg.txt")")
 
   echo "== round $round: torch ($(uptime | sed 's/.*load average/load average/'))"
-  LD_LIBRARY_PATH="$openblas" OPENBLAS_NUM_THREADS="$threads" \
+  LD_LIBRARY_PATH="$openblas" OPENBLAS_NUM_THREADS="$blas_threads" \
     "$python" "$here/torch_lora_train.py" "${common[@]}" --examples "$examples" | tee "$work/pt.txt"
   pt_tps+=("$(awk '$1 == "median:" { print $2 }' "$work/pt.txt")")
   pt_sps+=("$(awk '$1 == "median:" { print $4 }' "$work/pt.txt")")
 done
 
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median() {
+  printf '%s\n' "$@" | sort -g |
+    awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
 lg="$(median "${lg_tps[@]}")" pt="$(median "${pt_tps[@]}")"
 echo
 echo "== medians over $rounds rounds (uptime after: $(uptime | sed 's/.*load average/load average/'))"

@@ -114,8 +114,8 @@ struct TrainModel::Impl {
   std::vector<LayerActivations> acts;
   std::vector<float> x_final;
   // Scratch.
-  std::vector<float> tmp, tmp2, grad, grad2, d_qkv, d_gate_up, logits, d_logits, normed_rows, d_rows, trans_a,
-      trans_b, dz, db_t;
+  std::vector<float> tmp, tmp2, grad, grad2, d_qkv, d_gate_up, logits, d_logits, normed_rows, d_rows, trans_b,
+      dz, db_t;
   std::vector<int64_t> loss_rows;
   std::vector<int32_t> loss_targets;
 
@@ -193,8 +193,10 @@ void TrainModel::Impl::lora_backward(const LoraParams& params, LoraParams* grads
   // dB [out, r] += s · dyᵀ z, gathered as dBᵀ [r, out] along dy's rows (no transposes of activations).
   db_t.assign(static_cast<size_t>(r * p->out), 0.0f);
   dense_tn_accumulate(z.data(), n, r, r, dy, p->out, ldy, db_t.data(), p->out, s);
-  for (int64_t o = 0; o < p->out; ++o)
-    for (int64_t c = 0; c < r; ++c) g->grad_b[static_cast<size_t>(o * r + c)] += db_t[static_cast<size_t>(c * p->out + o)];
+  for (int64_t o = 0; o < p->out; ++o) {
+    float* grad_b_row = g->grad_b.data() + o * r;
+    for (int64_t c = 0; c < r; ++c) grad_b_row[c] += db_t[static_cast<size_t>(c * p->out + o)];
+  }
   // dz [n, r] = s · dy [n, out] · B [out, r]
   transpose(p->b.data(), p->out, r, r, trans_b);
   dz.resize(static_cast<size_t>(n * r));
