@@ -171,4 +171,39 @@ Status validate(const TrainingSetRecord& record) {
   return Status::ok();
 }
 
+Status validate(const ReplicaRecord& record) {
+  if (record.url.empty() || record.url.size() > 512) {
+    return Status::invalid_argument("replica url must be 1..512 characters");
+  }
+  for (char c : record.url) {
+    if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f) {
+      return Status::invalid_argument("replica url " + in_quotes(record.url) + " holds a space or control character");
+    }
+  }
+  const std::string who = "replica " + in_quotes(record.url);
+  for (const auto& [field, text] : {std::pair{"bases", &record.bases}, std::pair{"adapters", &record.adapters}}) {
+    if (!nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false).is_array()) {
+      return Status::invalid_argument(who + ": " + field + " is not a JSON array");
+    }
+  }
+  return Status::ok();
+}
+
+Status validate(const RolloutRecord& record) {
+  const std::string who = "rollout to base model " + in_quotes(record.to_base);
+  LG_RETURN_IF_ERROR(validate_name("base model name", record.to_base, /*allow_slash=*/true).with_context(who));
+  if (record.kind != kSwapKindPromote && record.kind != kSwapKindRollback) {
+    return Status::invalid_argument(who + ": kind " + in_quotes(record.kind) + " is not promote or rollback");
+  }
+  static constexpr std::string_view kStates[] = {"rolling", "done", "rolled_back", "failed"};
+  if (std::find(std::begin(kStates), std::end(kStates), record.state) == std::end(kStates)) {
+    return Status::invalid_argument(who + ": state " + in_quotes(record.state) +
+                                    " is not rolling, done, rolled_back or failed");
+  }
+  if (!nlohmann::json::parse(record.steps, nullptr, /*allow_exceptions=*/false).is_array()) {
+    return Status::invalid_argument(who + ": steps is not a JSON array");
+  }
+  return Status::ok();
+}
+
 }  // namespace loragate

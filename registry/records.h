@@ -1,5 +1,5 @@
 // The plain values the registry stores and returns: base models, adapters,
-// scenarios, their training sets and base-model swaps, their states, and the checks every record
+// scenarios, their training sets, base-model swaps, the replicas of a fleet and its rollouts, their states, and the checks every record
 // passes before it is written. Copyable structs with no behaviour beyond validation; safe to use
 // from any thread.
 #pragma once
@@ -105,6 +105,33 @@ struct SwapRecord {
   std::string note;        // free text, e.g. what was missing when forced
 };
 
+// One loragate process of a fleet, as it last reported itself (its
+// heartbeat). Keyed by url: a replica restarted on the same address takes
+// its row back, with the base a rollout asked of it.
+struct ReplicaRecord {
+  std::string url;           // where it answers, e.g. "http://10.0.0.5:8000"; 1..512 printable, no spaces
+  std::string serving;       // the base it serves now ("" while starting)
+  std::string bases;         // JSON array, [{"name", "state"}] of the bases loaded there
+  std::string adapters;      // JSON array, [{"name", "base"}] of the adapters in its caches
+  std::string desired_base;  // the base a rollout asks it to serve; "" = the fleet's serving base
+  int64_t started_at = 0;    // unix seconds when the process started (a restart changes it)
+  int64_t last_seen = 0;     // unix milliseconds of the last heartbeat, set by the registry
+};
+
+// A fleet-wide base swap (a rolling promote or rollback): which replicas
+// swapped, in what order, what each check found, and how it ended.
+struct RolloutRecord {
+  int64_t id = 0;              // set by the registry
+  int64_t started_at = 0;      // unix seconds, set by the registry
+  int64_t updated_at = 0;      // unix seconds, set by the registry
+  std::string kind = "promote";  // "promote" | "rollback"
+  std::string from_base, to_base;
+  std::string coordinator;     // the url of the replica that drives it
+  std::string state = "rolling";  // "rolling" (running) | "done" | "rolled_back" | "failed"
+  std::string steps = "[]";    // JSON array, one object per replica swapped
+  std::string error;           // why it rolled back or failed
+};
+
 // invalid_argument naming `what` ("adapter name") unless `name` is 1..256
 // characters of [A-Za-z0-9._-] (and '/' when `allow_slash`: base names like
 // "meta-llama/Llama-3.2-1B"), with no empty, "." or ".." part: names appear
@@ -116,5 +143,7 @@ Status validate(const BaseModelRecord& record);
 Status validate(const AdapterRecord& record);
 Status validate(const SwapRecord& record);
 Status validate(const TrainingSetRecord& record);
+Status validate(const ReplicaRecord& record);
+Status validate(const RolloutRecord& record);
 
 }  // namespace loragate

@@ -58,11 +58,13 @@ namespace loragate {
 
 class Registry {
  public:
-  // Opens the SQLite registry at `path`, creating the file when it does not
-  // exist and migrating it to the current schema (schema.h). ":memory:" gives
-  // a private in-memory registry, for tests. A file that is not a SQLite
-  // database is refused as corrupt; a schema from a newer loragate as
-  // unsupported; both messages name the path.
+  // Opens the registry at `path`: PostgreSQL when it starts with
+  // "postgresql://" or "postgres://" (a libpq connection URI), else the
+  // SQLite file at `path`, created when it does not exist. Either is migrated
+  // to the current schema (schema.h). ":memory:" gives a private in-memory
+  // registry, for tests. A file that is not a SQLite database is refused as
+  // corrupt; a schema from a newer loragate as unsupported; both messages
+  // name the path.
   static Result<std::unique_ptr<Registry>> open(const std::string& path);
 
   Registry() = default;
@@ -135,6 +137,35 @@ class Registry {
   virtual Result<TrainingSetRecord> get_training_set(const std::string& scenario) = 0;
   // Every training set, by scenario name.
   virtual Result<std::vector<TrainingSetRecord>> list_training_sets() = 0;
+
+  // --- the fleet: replicas sharing this registry (fleet/) ---
+  // Records the replica's heartbeat: inserts or rewrites row `record.url`
+  // (all but desired_base, which only set_replica_desired_base writes);
+  // last_seen is set here. Returns the stored record. Does not wake
+  // wait_for_change (heartbeats change nothing a replica serves).
+  virtual Result<ReplicaRecord> upsert_replica(const ReplicaRecord& record) = 0;
+  // Every replica ever recorded (lost ones included), by url.
+  virtual Result<std::vector<ReplicaRecord>> list_replicas() = 0;
+  // Asks replica `url` to serve `base` ("" = the fleet's serving base).
+  // not_found when the replica is unknown.
+  virtual Status set_replica_desired_base(const std::string& url, const std::string& base) = 0;
+  // Forgets replica `url` (not_found when unknown).
+  virtual Status remove_replica(const std::string& url) = 0;
+  // Stores a new rollout; id, started_at and updated_at are set here.
+  virtual Result<RolloutRecord> add_rollout(const RolloutRecord& record) = 0;
+  // Rewrites rollout `record.id` (all but started_at); not_found naming it.
+  virtual Status update_rollout(const RolloutRecord& record) = 0;
+  virtual Result<RolloutRecord> get_rollout(int64_t id) = 0;
+  // The most recent rollouts first, at most `limit` (>= 1).
+  virtual Result<std::vector<RolloutRecord>> list_rollouts(int64_t limit = 20) = 0;
+
+  // Waits until a write that may change what a replica serves (adapters,
+  // scenarios, bases, swaps, desired bases, rollouts) was committed by any
+  // process (this one included), or `timeout_ms` passes. True when there may
+  // have been one: spurious trues are allowed, missed ones are not, beyond
+  // the window of a connection lost and found again (a caller reconciles
+  // after any true and periodically anyway). One caller at a time.
+  virtual Result<bool> wait_for_change(int64_t timeout_ms) = 0;
 };
 
 }  // namespace loragate

@@ -193,6 +193,32 @@ CREATE TABLE upgrades (
 ) STRICT;
 CREATE INDEX upgrades_by_candidate ON upgrades (candidate, state);
 )sql"},
+    // A fleet (fleet/): the replicas sharing this registry, each as its last
+    // heartbeat left it (desired_base: the base a rollout asks it to serve),
+    // and the rollouts that swapped the fleet's base replica by replica.
+    {7, R"sql(
+CREATE TABLE replicas (
+  url           TEXT    NOT NULL PRIMARY KEY CHECK (length(url) > 0),
+  serving       TEXT    NOT NULL,
+  bases         TEXT    NOT NULL,  -- JSON array [{name, state}]
+  adapters      TEXT    NOT NULL,  -- JSON array [{name, base}]
+  desired_base  TEXT    NOT NULL,  -- '' = the fleet's serving base
+  started_at    INTEGER NOT NULL,  -- unix seconds
+  last_seen     INTEGER NOT NULL   -- unix milliseconds
+) STRICT;
+CREATE TABLE rollouts (
+  id           INTEGER PRIMARY KEY AUTOINCREMENT,
+  started_at   INTEGER NOT NULL,
+  updated_at   INTEGER NOT NULL,
+  kind         TEXT    NOT NULL,  -- 'promote' | 'rollback'
+  from_base    TEXT    NOT NULL,
+  to_base      TEXT    NOT NULL,
+  coordinator  TEXT    NOT NULL,  -- the url of the replica that drives it
+  state        TEXT    NOT NULL,  -- 'rolling' | 'done' | 'rolled_back' | 'failed'
+  steps        TEXT    NOT NULL,  -- JSON array, one object per replica swapped
+  error        TEXT    NOT NULL
+) STRICT;
+)sql"},
 };
 
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kRegistrySchemaVersion,

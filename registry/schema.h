@@ -20,6 +20,7 @@
 //   4  evaluations, the history of evaluation runs
 //   5  scenario_training, the training set of each scenario name
 //   6  upgrades, the retrain-evaluate-promote runs
+//   7  replicas and rollouts: a fleet sharing the registry
 //
 // Thread-safety: the functions use the SqliteDb they are given and follow its
 // rules (one thread at a time).
@@ -33,7 +34,7 @@
 namespace loragate {
 
 // The schema version this build writes and understands.
-inline constexpr int64_t kRegistrySchemaVersion = 6;
+inline constexpr int64_t kRegistrySchemaVersion = 7;
 // PRAGMA application_id of every registry file ("LGRG"), so that another
 // program's SQLite database is not mistaken for one.
 inline constexpr int64_t kRegistryApplicationId = 0x4C475247;

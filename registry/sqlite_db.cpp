@@ -171,6 +171,7 @@ Result<int64_t> SqliteDb::query_int64(std::string_view sql) {
 }
 
 int64_t SqliteDb::changes() const { return sqlite3_changes64(db_); }
+int64_t SqliteDb::total_changes() const { return sqlite3_total_changes64(db_); }
 
 bool SqliteDb::in_transaction() const { return sqlite3_get_autocommit(db_) == 0; }
 

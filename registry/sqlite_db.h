@@ -96,6 +96,8 @@ class SqliteDb {
 
   // Rows changed by the last INSERT, UPDATE or DELETE.
   int64_t changes() const;
+  // Rows changed by every statement of this connection since it opened.
+  int64_t total_changes() const;
   // Whether a transaction is open on this connection.
   bool in_transaction() const;
   const std::string& path() const { return path_; }

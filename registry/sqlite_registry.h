@@ -2,7 +2,8 @@
 // Internal to registry/: Registry::open() makes one. Its methods live by job:
 // sqlite_registry.cpp (row readers, opening), sqlite_registry_bases.cpp (base
 // models, swaps), sqlite_registry_adapters.cpp, sqlite_registry_scenarios.cpp,
-// sqlite_registry_training.cpp (the scenarios' training sets).
+// sqlite_registry_training.cpp (the scenarios' training sets),
+// sqlite_registry_fleet.cpp (replicas, rollouts, the change wait).
 //
 // One connection, guarded by mu_: SQLite's own FULLMUTEX would serialise
 // single calls but not keep a multi-statement transaction, or the error text
@@ -27,6 +28,9 @@ inline constexpr const char* kAdapterColumns =
 inline constexpr const char* kBaseModelColumns = "name, path, state, dtype, sha256, error, created_at, updated_at";
 inline constexpr const char* kScenarioColumns = "name, base_model, adapter, created_at, updated_at";
 inline constexpr const char* kTrainingSetColumns = "scenario, path, sha256, config, created_at, updated_at";
+inline constexpr const char* kReplicaColumns = "url, serving, bases, adapters, desired_base, started_at, last_seen";
+inline constexpr const char* kRolloutColumns =
+    "id, started_at, updated_at, kind, from_base, to_base, coordinator, state, steps, error";
 inline constexpr const char* kSwapColumns = "id, at, actor, from_base, to_base, kind, forced, note";
 
 // Seconds since the epoch, for created_at / updated_at / at.
@@ -62,18 +66,32 @@ class SqliteRegistry final : public Registry {
   Result<TrainingSetRecord> get_training_set(const std::string& scenario) override;
   Result<std::vector<TrainingSetRecord>> list_training_sets() override;
 
+  Result<ReplicaRecord> upsert_replica(const ReplicaRecord& record) override;
+  Result<std::vector<ReplicaRecord>> list_replicas() override;
+  Status set_replica_desired_base(const std::string& url, const std::string& base) override;
+  Status remove_replica(const std::string& url) override;
+  Result<RolloutRecord> add_rollout(const RolloutRecord& record) override;
+  Status update_rollout(const RolloutRecord& record) override;
+  Result<RolloutRecord> get_rollout(int64_t id) override;
+  Result<std::vector<RolloutRecord>> list_rollouts(int64_t limit) override;
+  Result<bool> wait_for_change(int64_t timeout_ms) override;
+
  private:
   // Row readers: the current row of a SELECT of k*Columns.
   Result<BaseModelRecord> read_base_model(const Statement& row) const;
   Result<AdapterRecord> read_adapter(const Statement& row) const;
   static ScenarioRecord read_scenario(const Statement& row);
   static TrainingSetRecord read_training_set(const Statement& row);
+  static ReplicaRecord read_replica(const Statement& row);
+  static RolloutRecord read_rollout(const Statement& row);
   Result<SwapRecord> read_swap(const Statement& row) const;
 
   // The queries behind the public calls; the caller holds mu_.
   Result<BaseModelRecord> find_base_model(const std::string& name);
   Result<AdapterRecord> find_adapter(const std::string& name, const std::string& base_model);
   Result<TrainingSetRecord> find_training_set(const std::string& scenario);
+  Result<ReplicaRecord> find_replica(const std::string& url);
+  Result<RolloutRecord> find_rollout(int64_t id);
   // not_found unless adapter (name, base_model) exists; invalid_argument
   // naming every scenario of that base that uses it when there is one.
   Status check_adapter_unused(const std::string& name, const std::string& base_model, const std::string& doing);
@@ -83,6 +101,10 @@ class SqliteRegistry final : public Registry {
 
   std::mutex mu_;
   std::unique_ptr<SqliteDb> db_;  // guarded by mu_
+  // What wait_for_change saw last: SQLite's data_version (commits of other
+  // connections) and this connection's total changes less its heartbeats'.
+  int64_t seen_data_version_ = -1, seen_own_changes_ = -1;  // guarded by mu_
+  int64_t heartbeat_changes_ = 0;                           // guarded by mu_
 };
 
 }  // namespace loragate::registry_detail
