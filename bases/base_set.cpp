@@ -92,7 +92,7 @@ Status BaseSet::start_serving(const BaseSpec& spec, const std::string& actor) {
   return Status::ok();
 }
 
-Status BaseSet::add(const BaseSpec& spec, BaseState after_load) {
+Status BaseSet::add(const BaseSpec& spec, BaseState after_load, bool record) {
   std::lock_guard<std::mutex> admin(admin_mu_);
   LG_RETURN_IF_ERROR(validate_name("base model name", spec.name, /*allow_slash=*/true));
   if (after_load != BaseState::kCandidate && after_load != BaseState::kPrevious) {
@@ -117,6 +117,7 @@ Status BaseSet::add(const BaseSpec& spec, BaseState after_load) {
     e.base.reset();
     e.estimate = need;
     e.error.clear();
+    e.recorded = record;
     loading = e;
   }
   record_state(loading);
@@ -154,6 +155,7 @@ void BaseSet::load_in_background(const BaseSpec& spec, BaseState after_load) {
 
 // Never under mu_: a registry write waits for an fsync, and find() must not.
 void BaseSet::record_state(const Entry& e) {
+  if (!e.recorded) return;
   record_base_state(registry_, e.spec, e.state, e.base ? e.base->sha256() : "", e.error);
 }
 
@@ -325,6 +327,23 @@ Result<SwapRecord> BaseSet::swap_to(const std::string& name, const std::string& 
     swap.at = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
                   .count();
   }
+  switch_serving(name, kind);
+  return swap;
+}
+
+Status BaseSet::follow(const std::string& name, const std::string& kind) {
+  std::lock_guard<std::mutex> admin(admin_mu_);
+  LG_RETURN_IF_ERROR(find(name).status());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (serving_name_ == name) return Status::ok();
+  }
+  switch_serving(name, kind);
+  return Status::ok();
+}
+
+// The caller holds admin_mu_ and found `name` loaded.
+void BaseSet::switch_serving(const std::string& name, const std::string& kind) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [n, e] : entries_) {
     if (e.state == BaseState::kPrevious) e.state = BaseState::kCandidate;
@@ -340,7 +359,6 @@ Result<SwapRecord> BaseSet::swap_to(const std::string& name, const std::string& 
   serving_.store(next.base);  // from here every new request captures it
   ++swaps_[kind];
   changed_.notify_all();
-  return swap;
 }
 
 // --- reading --------------------------------------------------------------------------

@@ -77,7 +77,9 @@ class BaseSet {
   // it does not fit), then loads in the background; the base ends as
   // `after_load` (candidate, or previous when a restart restores the rollback
   // target) or failed.
-  Status add(const BaseSpec& spec, BaseState after_load = BaseState::kCandidate);
+  // `record` false: its states are not written to the registry (a fleet
+  // replica loading a base the shared registry already records).
+  Status add(const BaseSpec& spec, BaseState after_load = BaseState::kCandidate, bool record = true);
   // Unloads a non-serving, non-loading base; its registry record is retired
   // (its adapters and scenarios stay, for when it is added again).
   Status remove(const std::string& name);
@@ -87,6 +89,12 @@ class BaseSet {
   Result<SwapRecord> promote(const std::string& name, bool force, const std::string& actor);
   // Promotes the previous base back, whatever it lacks.
   Result<SwapRecord> rollback(const std::string& actor);
+  // Makes loaded base `name` serve because a fleet's shared registry says so
+  // (another replica recorded the swap, or a rollout asks this replica): the
+  // pointer move of promote(), counted under `kind`, with no check and
+  // nothing recorded. OK at once when it serves already; not_found or
+  // failed_precondition when it is not loaded.
+  Status follow(const std::string& name, const std::string& kind);
   // Asked before every promote: why the candidate may not serve yet, one
   // line per reason (e.g. no passing evaluation; empty = it may). Without
   // force a reason or an error refuses the promote; with force the swap is
@@ -122,11 +130,13 @@ class BaseSet {
     std::shared_ptr<ServingBase> base;  // null while loading or failed
     MemoryEstimate estimate;            // before loading
     std::string error;
+    bool recorded = true;               // its states are written to the registry
   };
   Status check_budget_locked(const std::string& name, const MemoryEstimate& need) const;
   void load_in_background(const BaseSpec& spec, BaseState after_load);
   Result<SwapRecord> swap_to(const std::string& name, const std::string& kind, bool forced, const std::string& note,
                              const std::string& actor);
+  void switch_serving(const std::string& name, const std::string& kind);
   void record_state(const Entry& e);
   void reaper_main();
 

@@ -4,7 +4,9 @@
 // previous bases the registry records in the background, restores adapters
 // and scenarios, applies the config's preloads and scenarios, and serves the
 // OpenAI, admin and metrics routes (upgrades included) until SIGINT/SIGTERM,
-// then drains and exits 0.
+// then drains and exits 0. With a shared (PostgreSQL) registry it is a fleet
+// replica: it heartbeats, converges on the registry and rolls promotes
+// across the fleet (fleet/).
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -17,6 +19,8 @@
 #include "evaluator/evaluation_jobs.h"
 #include "evaluator/promotion_check.h"
 #include "evaluator/upgrade_job.h"
+#include "fleet/fleet_member.h"
+#include "fleet/fleet_rollout.h"
 #include "gateway/admin_api.h"
 #include "gateway/gateway.h"
 #include "gateway/metrics.h"
@@ -30,7 +34,7 @@ namespace {
 
 struct ServeFlags {
   std::string config;
-  std::string host, model, served_name, admin_token, registry;
+  std::string host, model, served_name, admin_token, registry, replica_url;
   std::vector<std::string> adapter_roots, base_roots, eval_roots, training_roots;
   int port = -1;
 };
@@ -106,6 +110,7 @@ int run_serve(const ServeFlags& f) {
   if (!f.base_roots.empty()) c.base_roots = f.base_roots;
   if (!f.eval_roots.empty()) c.eval_roots = f.eval_roots;
   if (!f.training_roots.empty()) c.training_roots = f.training_roots;
+  if (!f.replica_url.empty()) c.fleet_url = f.replica_url;
 
   const bool demo = c.model_path.empty();
   if (demo) {
@@ -189,6 +194,28 @@ int run_serve(const ServeFlags& f) {
   eval::UpgradeJobs upgrades(&bases, registry->get(), &jobs, evaluations->get(), upgrade_store->get(),
                              admin.upgrade_hooks(), upgrade_options);
   admin.set_upgrades(&upgrades);
+  // A fleet replica: converges on the shared registry and rolls promotes across the fleet.
+  std::unique_ptr<FleetMember> fleet;
+  std::unique_ptr<FleetRollout> rollout;
+  if (c.is_fleet_replica()) {
+    if (c.fleet_url.empty() && c.server.port == 0) {
+      return fail("a fleet replica needs a fixed --port (or fleet.url / --replica-url): the others reach it there");
+    }
+    FleetOptions fo;
+    fo.url = !c.fleet_url.empty() ? c.fleet_url : "http://" + c.server.host + ":" + std::to_string(c.server.port);
+    fo.heartbeat = std::chrono::milliseconds(c.fleet_heartbeat_ms);
+    fo.lost_after = std::chrono::milliseconds(c.fleet_lost_after_ms);
+    fo.reconcile = std::chrono::milliseconds(c.fleet_reconcile_ms);
+    fleet = std::make_unique<FleetMember>(fo, registry->get(), &bases, [&resolver] {
+      if (Status s = resolver.reload(); !s.is_ok()) std::cerr << "loragate fleet: routes: " << s.to_string() << "\n";
+    });
+    RolloutOptions ro;
+    ro.max_unavailable = c.fleet_max_unavailable;
+    ro.swap_timeout = std::chrono::milliseconds(c.fleet_swap_timeout_s * 1000);
+    ro.admin_token = c.resolved_admin_token();
+    rollout = std::make_unique<FleetRollout>(ro, fleet.get(), registry->get(), &bases);
+    admin.set_fleet(fleet.get(), rollout.get());
+  }
   if (Status s = apply_config_registrations(c, **registry, *serving, admin); !s.is_ok()) return fail(s.message());
   if (Status s = resolver.reload(); !s.is_ok()) return fail(s.to_string());  // the configured scenarios
   const std::string fingerprint = serving->fingerprint();
@@ -212,6 +239,10 @@ int run_serve(const ServeFlags& f) {
   Result<uint16_t> port = gw.start();
   if (!port.is_ok()) return fail(port.status().to_string());
   gw.stop_on_signals();
+  if (fleet) {
+    fleet->start();
+    std::cout << "loragate: fleet replica " << fleet->options().url << " (registry " << c.registry_path << ")\n";
+  }
 
   const std::string url = "http://" + c.server.host + ":" + std::to_string(*port);
   std::cout << "loragate: serving '" << c.served_model_name << "' (base " << fingerprint << ") on " << url << " ("
@@ -222,6 +253,7 @@ int run_serve(const ServeFlags& f) {
             << "    -d '{\"model\": \"" << example_model << "\", \"prompt\": \"Once upon a time\", \"max_tokens\": 16}'\n"
             << std::flush;
   gw.wait();
+  if (fleet) fleet->stop();
   // An evaluation runs for minutes: never past the shutdown deadline. It ends
   // at its next engine request and is stored as cancelled (run it again later).
   upgrades.cancel_all();  // first: it is recorded interrupted (resumable), not failed by its evaluation's end
@@ -249,6 +281,8 @@ void add_serve_command(CLI::App& app) {
                   "Directory evaluation suites and gates may be read from (overrides evaluation.roots; repeatable)");
   cmd->add_option("--training-root", f->training_roots,
                   "Directory scenarios' training sets may be read from (overrides training.roots; repeatable)");
+  cmd->add_option("--replica-url", f->replica_url,
+                  "This replica's address for the fleet and its proxy (overrides fleet.url; default http://HOST:PORT)");
   cmd->add_option("--base-root", f->base_roots, "Directory candidate bases may be loaded from (overrides bases.roots; repeatable)");
   cmd->callback([f] {
     if (int rc = run_serve(*f); rc != 0) throw CLI::RuntimeError(rc);

@@ -133,7 +133,7 @@ Result<ServeConfig> ServeConfig::parse(const std::string& yaml_text, const std::
   auto in_file = [&](Status s) { return s.with_context(source); };
   const Section top(root, "");
   LG_RETURN_IF_ERROR(
-      in_file(top.check_keys({"server", "model", "engine", "adapters", "bases", "evaluation", "training", "scenarios",
+      in_file(top.check_keys({"server", "model", "engine", "adapters", "bases", "evaluation", "training", "fleet", "scenarios",
                               "auth", "demo"})));
   LG_RETURN_IF_ERROR(in_file(parse_server(Section(top.child("server"), "server"), c.server)));
   LG_RETURN_IF_ERROR(in_file(parse_engine(Section(top.child("engine"), "engine"), c)));
@@ -195,6 +195,23 @@ Result<ServeConfig> ServeConfig::parse(const std::string& yaml_text, const std::
   LG_RETURN_IF_ERROR(in_file(training.read("roots", c.training_roots)));
   LG_RETURN_IF_ERROR(in_file(training.read("dir", c.training_dir)));
 
+  const Section fleet(top.child("fleet"), "fleet");
+  LG_RETURN_IF_ERROR(in_file(fleet.check_keys({"enabled", "url", "heartbeat_ms", "lost_after_ms", "reconcile_ms",
+                                               "max_unavailable", "swap_timeout_s"})));
+  LG_RETURN_IF_ERROR(in_file(fleet.read("enabled", c.fleet_enabled)));
+  if (c.fleet_enabled != "true" && c.fleet_enabled != "false" && c.fleet_enabled != "auto") {
+    return Status::invalid_argument(source + ": fleet.enabled must be true, false or auto");
+  }
+  LG_RETURN_IF_ERROR(in_file(fleet.read("url", c.fleet_url)));
+  LG_RETURN_IF_ERROR(in_file(fleet.read_range<int64_t>("heartbeat_ms", c.fleet_heartbeat_ms, 50, 60000)));
+  LG_RETURN_IF_ERROR(in_file(fleet.read_range<int64_t>("lost_after_ms", c.fleet_lost_after_ms, 100, 600000)));
+  LG_RETURN_IF_ERROR(in_file(fleet.read_range<int64_t>("reconcile_ms", c.fleet_reconcile_ms, 100, 600000)));
+  LG_RETURN_IF_ERROR(in_file(fleet.read_range<int32_t>("max_unavailable", c.fleet_max_unavailable, 1, 1000)));
+  LG_RETURN_IF_ERROR(in_file(fleet.read_range<int64_t>("swap_timeout_s", c.fleet_swap_timeout_s, 1, 86400)));
+  if (c.fleet_lost_after_ms <= c.fleet_heartbeat_ms) {
+    return Status::invalid_argument(source + ": fleet.lost_after_ms must be longer than fleet.heartbeat_ms");
+  }
+
   const YAML::Node scenarios = top.child("scenarios");
   if (scenarios && !scenarios.IsNull()) {
     if (!scenarios.IsMap()) return Status::invalid_argument(source + ": scenarios must map a name to an adapter");
@@ -244,6 +261,11 @@ std::string ServeConfig::resolved_training_dir() const {
   if (!training_dir.empty()) return training_dir;
   const std::filesystem::path parent = std::filesystem::path(registry_path).parent_path();
   return (parent.empty() ? std::filesystem::path("trained") : parent / "trained").string();
+}
+
+bool ServeConfig::is_fleet_replica() const {
+  if (fleet_enabled != "auto") return fleet_enabled == "true";
+  return registry_path.rfind("postgresql://", 0) == 0 || registry_path.rfind("postgres://", 0) == 0;
 }
 
 std::string ServeConfig::resolved_admin_token() const {

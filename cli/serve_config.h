@@ -45,6 +45,14 @@ struct ServeConfig {
   std::string training_dir;                     // training.dir: where upgrades write retrained adapters;
                                                 // "" = trained/ beside the registry file
   std::string registry_path = ".cache/loragate/registry.db";  // adapters.registry: the SQLite file
+  std::string fleet_enabled = "auto";            // fleet.enabled: true | false | auto (= a postgresql:// registry)
+  std::string fleet_url;                        // fleet.url: this replica's address for the others and the proxy;
+                                                // "" = http://<server.host>:<port>
+  int64_t fleet_heartbeat_ms = 1000;            // fleet.heartbeat_ms
+  int64_t fleet_lost_after_ms = 3000;           // fleet.lost_after_ms: a replica silent this long is lost
+  int64_t fleet_reconcile_ms = 5000;            // fleet.reconcile_ms: reconcile at least this often
+  int32_t fleet_max_unavailable = 1;            // fleet.max_unavailable: replicas swapping at once in a rollout
+  int64_t fleet_swap_timeout_s = 120;           // fleet.swap_timeout_s: to load and serve the candidate per replica
   std::vector<PreloadAdapter> preload;          // adapters.preload: registered at start when absent
   std::map<std::string, std::string> scenarios; // scenarios: name -> adapter, for the base served
   std::string admin_token;                      // auth.admin_token; "" = read auth.admin_token_env
@@ -60,6 +68,9 @@ struct ServeConfig {
   int64_t resolved_memory_budget_bytes() const;
   // bases.roots, or the directory holding model.path when none is set.
   std::vector<std::string> resolved_base_roots() const;
+  // Whether this server is a fleet replica: fleet.enabled, where auto means
+  // "the registry is a PostgreSQL server".
+  bool is_fleet_replica() const;
   // training.dir, or trained/ in the directory of the registry file.
   std::string resolved_training_dir() const;
 };

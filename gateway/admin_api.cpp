@@ -20,6 +20,7 @@ void AdminApi::install(Router& router, BlockingWork& blocking) {
   install_bases(router, gate);
   if (jobs_ != nullptr && evaluations_ != nullptr) install_evaluations(router, gate);
   if (upgrades_ != nullptr) install_upgrades(router, gate);
+  install_fleet(router, gate);
 }
 
 eval::UpgradeHooks AdminApi::upgrade_hooks() {

@@ -18,6 +18,7 @@
 //   POST   /admin/upgrades {candidate, path, promote?, skip_untrained?, dtype?}   retrain, evaluate, promote (202)
 //   GET    /admin/upgrades[/{id}]                each scenario's retraining, the verdict, the report's path
 //   DELETE /admin/upgrades/{id} (or POST /admin/upgrades/{id}/cancel)   cancel it (resumable)
+//   GET    /admin/fleet                          the replicas sharing the registry (fleet mode) and recent rollouts
 //   POST   /v1/load_lora_adapter {lora_name, lora_path}     vLLM-compatible aliases (serving base)
 //   POST   /v1/unload_lora_adapter {lora_name}
 //
@@ -33,7 +34,8 @@
 // can change a route reloads the routes kept in memory.
 //
 // One file per resource: admin_adapters.cpp, admin_scenarios.cpp,
-// admin_bases.cpp, admin_shadow.cpp, admin_evaluations.cpp, admin_upgrades.cpp.
+// admin_bases.cpp, admin_shadow.cpp, admin_evaluations.cpp, admin_upgrades.cpp,
+// admin_fleet.cpp.
 #pragma once
 
 #include <memory>
@@ -43,6 +45,8 @@
 #include "bases/base_set.h"
 #include "evaluator/evaluation_jobs.h"
 #include "evaluator/upgrade_job.h"
+#include "fleet/fleet_member.h"
+#include "fleet/fleet_rollout.h"
 #include "gateway/admin_gate.h"
 #include "gateway/blocking_work.h"
 #include "gateway/metrics.h"
@@ -76,6 +80,12 @@ class AdminApi {
   void set_shadow_traffic(ShadowTraffic* shadow) { shadow_ = shadow; }
   // Enables the upgrade routes (not owned; it uses this AdminApi's hooks()). Before install().
   void set_upgrades(eval::UpgradeJobs* upgrades) { upgrades_ = upgrades; }
+  // Fleet mode (not owned; null = a lone server): GET /admin/fleet lists the
+  // replicas, and promote rolls across them. Before install().
+  void set_fleet(FleetMember* member, FleetRollout* rollout) {
+    fleet_ = member;
+    rollout_ = rollout;
+  }
   // What an upgrade needs of the admin API: adapter registration and the route reload.
   eval::UpgradeHooks upgrade_hooks();
 
@@ -105,6 +115,10 @@ class AdminApi {
   void install_bases(Router& router, const AdminGate& gate);
   void install_evaluations(Router& router, const AdminGate& gate);
   void install_upgrades(Router& router, const AdminGate& gate);
+  void install_fleet(Router& router, const AdminGate& gate);
+  // POST /admin/bases/{name}/promote in fleet mode: a rollout across every replica.
+  void promote_across_fleet(const std::shared_ptr<Exchange>& ex, const std::string& name, bool force,
+                            const std::string& actor, const AdminGate& gate);
   // The shadow routes under /admin/bases/{name}/shadow, on the strand (in memory).
   void set_shadow(const std::shared_ptr<Exchange>& ex, const std::string& base, const AdminGate& gate);
   void describe_shadow(const std::shared_ptr<Exchange>& ex, const std::string& base, const AdminGate& gate);
@@ -123,6 +137,8 @@ class AdminApi {
   eval::UpgradeJobs* upgrades_ = nullptr;
   EvaluationStore* evaluations_;
   RegistryModelResolver* routes_ = nullptr;
+  FleetMember* fleet_ = nullptr;
+  FleetRollout* rollout_ = nullptr;
 };
 
 }  // namespace loragate

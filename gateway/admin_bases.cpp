@@ -143,6 +143,7 @@ void AdminApi::install_bases(Router& router, const AdminGate& gate) {
       if (!it->is_boolean()) return ex->respond(bad_request("force must be a boolean", "force").to_response());
       force = it->get<bool>();
     }
+    if (rollout_ != nullptr) return promote_across_fleet(ex, name, force, actor_of(ex->request(), body), gate);
     run_swap(ex, [this, name, force, actor = actor_of(ex->request(), body)] { return bases_->promote(name, force, actor); });
   }));
   router.add_prefix(http::verb::get, "/admin/bases/", gate.guard([this, gate](const std::shared_ptr<Exchange>& ex) {

@@ -4,7 +4,7 @@
 1. Rooms are ranked; a file may include headers of its own room and of rooms
    ranked lower, never of a room ranked higher or beside it:
      common < {kernels, tokenizer, chat, registry, client} < model < adapters
-     < engine < {bases, trainer} < evaluator < gateway < bench < cli
+     < engine < {bases, trainer} < {evaluator, fleet} < gateway < bench < cli
 2. The façade: what bases/, evaluator/ and gateway/ include, followed through
    every project header it pulls in, reaches no kernels/ header and no
    engine/ header but engine/api.h (and what api.h itself includes).
@@ -22,12 +22,12 @@ RANK = {
     "adapters": 3,
     "engine": 4,
     "bases": 5, "trainer": 5,
-    "evaluator": 6,
+    "evaluator": 6, "fleet": 6,
     "gateway": 7,
     "bench": 8,
     "cli": 9,
 }
-FACADE_USERS = ("bases", "evaluator", "gateway")
+FACADE_USERS = ("bases", "evaluator", "fleet", "gateway")
 FACADE = "engine/api.h"
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 SOURCE_EXT = (".h", ".cpp", ".cu", ".cuh")
