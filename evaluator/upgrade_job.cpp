@@ -502,9 +502,11 @@ void UpgradeJobs::promote(Plan& plan) {
   if (!plan.request.promote) return finish(plan, "passed", "");
   plan.status.record.state = "promoting";
   publish(plan);
-  Result<SwapRecord> swap = bases_->promote(plan.request.candidate, /*force=*/false, plan.request.actor);
+  const Status swapped = hooks_.promote
+                            ? hooks_.promote(plan.request.candidate, plan.request.actor)
+                            : bases_->promote(plan.request.candidate, /*force=*/false, plan.request.actor).status();
   if (hooks_.routes_changed) hooks_.routes_changed();
-  if (!swap.is_ok()) return finish(plan, "failed", "the evaluation passed but promote was refused: " + swap.status().message());
+  if (!swapped.is_ok()) return finish(plan, "failed", "the evaluation passed but promote was refused: " + swapped.message());
   finish(plan, "promoted", "");
 }
 

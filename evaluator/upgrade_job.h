@@ -62,6 +62,9 @@ struct UpgradeHooks {
       register_adapter;
   std::function<Status(const std::string& name, const std::string& base)> unregister_adapter;
   std::function<void()> routes_changed;  // after the registry's routes changed
+  // Promotes the candidate (a fleet replica rolls it across the fleet);
+  // null = BaseSet::promote here.
+  std::function<Status(const std::string& candidate, const std::string& actor)> promote;
 };
 
 // One scenario of an upgrade.

@@ -32,6 +32,10 @@ eval::UpgradeHooks AdminApi::upgrade_hooks() {
     return unregister_adapter(name, base);
   };
   hooks.routes_changed = [this] { routes_changed(); };
+  hooks.promote = [this](const std::string& candidate, const std::string& actor) {
+    if (rollout_ != nullptr) return rollout_->promote(candidate, /*force=*/false, actor).status();
+    return bases_->promote(candidate, /*force=*/false, actor).status();
+  };
   return hooks;
 }
 
