@@ -36,6 +36,7 @@ want "^ +option httpchk GET /ready" "health checks on /ready"
 want "^ +use_backend by_adapter if \{ path_beg /v1/ \}" "/v1/* by adapter"
 want "^ +default_backend any_replica" "other routes to any replica"
 want "^ +timeout server 10m" "long server timeout (SSE)"
+want "^ +retry-on conn-failure empty-response" "generation retried when a replica dies mid-request"
 # Out within 2 s of not answering: inter + timeout + fastinter * (fall - 1) + timeout.
 ms() { case $1 in *ms) echo "${1%ms}" ;; *s) echo $((${1%s} * 1000)) ;; esac; }
 read -r -a ds <<< "$(grep -E '^ +default-server ' "$cfg")"
