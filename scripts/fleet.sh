@@ -10,7 +10,9 @@
 #   scripts/fleet.sh haproxy-config --replicas N --port P   (prints the config up writes)
 #
 # Ports: HAProxy on P, replica I (1..N) on P+I, PostgreSQL on P+N+1 and
-# HAProxy's statistics on P+N+2 (all on 127.0.0.1). `up` returns once the
+# HAProxy's statistics on P+N+2 (all on 127.0.0.1). Choose P below the
+# kernel's ephemeral ports (32768 up on Linux): there a client connection can
+# hold one of these ports the moment a server binds it. `up` returns once the
 # proxy and every replica answer GET /ready, printing their URLs.
 #
 # Environment:
@@ -31,11 +33,12 @@
 # NUL-separated, so restart-replica starts a replica exactly as up did),
 # replica-I.log/.pid, haproxy.cfg/.log/.pid, pg/ (data, socket, log).
 set -euo pipefail
+PATH=$PATH:/usr/sbin:/sbin  # Debian installs haproxy there, outside a user's PATH
 
 fleet_root=$(cd "$(dirname "$0")/.." && pwd)
 
 die() { echo "fleet: $*" >&2; exit 1; }
-usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" >&2; exit 2; }
 
 # ---------------------------------------------------------------- helpers
 
@@ -127,11 +130,13 @@ pg_up() {
   bindir=$(pg_bindir)
   mkdir -p "$dir/pg"
   if [ "$(id -u)" -eq 0 ]; then
-    id postgres > /dev/null 2>&1 || die "running as root needs the 'postgres' user (Debian's postgresql package creates it)"
+    id postgres > /dev/null 2>&1 ||
+      die "running as root needs the 'postgres' user (Debian's postgresql package creates it)"
     chmod o+x "$dir"
     chown postgres: "$dir/pg"
     runuser -u postgres -- test -x "$dir/pg" ||
-      die "user postgres cannot reach $dir/pg: make the directories above it traversable (chmod o+x) or choose another --dir"
+      die "user postgres cannot reach $dir/pg: make the directories above it traversable (chmod o+x)" \
+        "or choose another --dir"
   fi
   as_pg mkdir -p "$dir/pg/sock"
   if [ ! -f "$dir/pg/data/PG_VERSION" ]; then
@@ -198,7 +203,8 @@ cmd_up() {
     esac
   done
   [[ $replicas =~ ^[1-9][0-9]*$ ]] || die "up: --replicas N (N >= 1) is required"
-  [[ $port =~ ^[1-9][0-9]*$ ]] && [ "$port" -lt 65500 ] || die "up: --port P is required"
+  [[ $port =~ ^[1-9][0-9]*$ ]] || die "up: --port P is required"
+  [ $((port + replicas + 2)) -le 65535 ] || die "up: ports P..P+N+2 must be below 65536"
   [ -n "${dir:-}" ] || die "up: --dir D is required"
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)

@@ -26,11 +26,15 @@ fail() {
 }
 ms_now() { date +%s%3N; }
 
-# P..P+4 free: the proxy, 2 replicas, PostgreSQL, HAProxy's stats.
+# P..P+4 free: the proxy, 2 replicas, PostgreSQL, HAProxy's stats. Below
+# the kernel's ephemeral range (32768 up, ip_local_port_range), where a
+# client connection's own port could take one of them between the check and
+# the bind.
 free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2> /dev/null; }
 port=
+low=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2> /dev/null || echo 32768)
 for _ in $(seq 1 50); do
-  p=$((20000 + RANDOM % 30000))
+  p=$((20000 + RANDOM % (low - 20010)))
   free "$p" && free $((p + 1)) && free $((p + 2)) && free $((p + 3)) && free $((p + 4)) && { port=$p; break; }
 done
 [ -n "$port" ] || fail "no five free ports in a row"

@@ -17,7 +17,8 @@ fail() { echo "haproxy_config: FAIL: $*"; exit 1; }
 for n in 1 3; do
   cfg=$work/haproxy-$n.cfg
   bash "$src/scripts/fleet.sh" haproxy-config --replicas "$n" --port 18000 > "$cfg"
-  haproxy -c -f "$cfg" > "$work/check.log" 2>&1 || { cat "$work/check.log"; fail "haproxy -c rejects the config for $n replicas"; }
+  haproxy -c -f "$cfg" > "$work/check.log" 2>&1 ||
+    { cat "$work/check.log"; fail "haproxy -c rejects the config for $n replicas"; }
   grep -qi 'warning' "$work/check.log" && { cat "$work/check.log"; fail "haproxy -c warns ($n replicas)"; }
   grep -q '@' <(grep -v '^ *#' "$cfg") && fail "a placeholder is left: $(grep -n '@' "$cfg" | grep -v '#')"
   [ "$(grep -c '^    server replica-[0-9]* 127.0.0.1:180[0-9][0-9] check$' "$cfg")" -eq $((2 * n)) ] ||
@@ -43,7 +44,8 @@ read -r -a ds <<< "$(grep -E '^ +default-server ' "$cfg")"
 opt() { local i; for ((i = 0; i < ${#ds[@]}; i++)); do [ "${ds[i]}" = "$1" ] && echo "${ds[i + 1]}"; done; return 0; }
 inter=$(ms "$(opt inter)") fast=$(ms "$(opt fastinter)") fall=$(opt fall)
 check=$(ms "$(grep -E '^ +timeout check ' "$cfg" | awk '{print $3}')")
-[ -n "$inter" ] && [ -n "$fast" ] && [ -n "$fall" ] && [ -n "$check" ] || fail "default-server inter/fastinter/fall and timeout check are required"
+[ -n "$inter" ] && [ -n "$fast" ] && [ -n "$fall" ] && [ -n "$check" ] ||
+  fail "default-server inter/fastinter/fall and timeout check are required"
 worst=$((inter + check + (fast + check) * (fall - 1)))
 [ "$worst" -le 2000 ] || fail "a hung replica stays in for up to $worst ms (> 2000)"
 echo "haproxy_config: valid for 1 and 3 replicas; a hung replica is out within $worst ms"
