@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "adapters/adapter_catalog.h"
+
 namespace loragate {
 namespace {
 
@@ -190,8 +192,22 @@ void Metrics::render_bases(std::string& out) const {
     pinned.samples.emplace_back(b, c.slots_pinned);
     host.samples.emplace_back(b, static_cast<double>(c.host_bytes));
   }
+  // Residency by adapter, as vLLM's newer gauges name it: an adapter is
+  // loaded while its weights are in host memory or a slot (not while on disk,
+  // loading or failed). With consistent hashing in front of a fleet this is
+  // what shows an adapter staying on its replica.
+  Family resident{"vllm:lora_adapter_loaded", "gauge", "1 for every adapter loaded (host memory or a slot), by base.", {}};
+  Family max_adapters{"vllm:lora_max_adapters", "gauge", "Adapter slots usable in one step (engine.max_loras), by base.", {}};
+  for (const Loaded& l : loaded) {
+    if (l.base->adapters() == nullptr) continue;  // engine.max_loras 0: no adapters
+    for (const AdapterInfo& a : l.base->adapters()->list()) {
+      if (a.tier != AdapterTier::kHost && a.tier != AdapterTier::kSlot) continue;
+      resident.samples.emplace_back(label("adapter_name", a.name) + "," + label("base", l.name), 1);
+    }
+    max_adapters.samples.emplace_back(label("base", l.name), l.base->loop().options().max_loras);
+  }
   for (const Family* f : {&queue, &running, &kv_used, &kv_total, &preempted, &steps, &hits, &misses, &loads,
-                          &load_s, &evictions, &slots, &pinned, &host}) {
+                          &load_s, &evictions, &slots, &pinned, &host, &resident, &max_adapters}) {
     header(out, f->name, f->type, f->help);
     for (const auto& [labels, value] : f->samples) sample(out, f->name, labels, value);
   }

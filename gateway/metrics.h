@@ -7,7 +7,9 @@
 // running sequences, KV blocks and adapter-cache counters, the swap counters,
 // and for the serving base the model-server metrics the Gateway API
 // inference extension's endpoint picker reads (vllm:num_requests_waiting,
-// vllm:num_requests_running, vllm:kv_cache_usage_perc, vllm:lora_requests_info).
+// vllm:num_requests_running, vllm:kv_cache_usage_perc, vllm:lora_requests_info),
+// and for every loaded base the adapters resident in it
+// (vllm:lora_adapter_loaded) and its slot count (vllm:lora_max_adapters).
 // Thread-safe: observed from every network thread, rendered from any.
 #pragma once
 

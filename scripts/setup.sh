@@ -18,6 +18,10 @@ packages=(
   python3 python3-numpy             # the reference tool in ../shared/tools (debugging only)
   curl                              # the README's examples
   chromium                          # headless rendering of the evaluator's HTML report in its test (skipped without it)
+  postgresql libpq-dev              # the fleet's shared registry (issue 22): the client library serve links,
+                                    # and the server scripts/fleet.sh runs a private cluster of
+  haproxy                           # the fleet's proxy (scripts/fleet.sh, deploy/haproxy/) and its config test
+  python3-yaml                      # tests/deploy/check_manifests.py parses deploy/kubernetes offline
   "$@"                              # what a job adds (scripts/fuzz.sh: clang; scripts/sanitize.sh: runtimes)
 )
 

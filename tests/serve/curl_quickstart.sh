@@ -50,6 +50,9 @@ status=$(curl -s -o /dev/null -w '%{http_code}' "$url/admin/adapters" -H 'Author
 # would fail the pipeline through the writer's SIGPIPE.)
 curl -sf "$url/metrics" > "$work/metrics.txt" || fail "GET /metrics"
 grep -q '^loragate_requests_total{base="loragate-demo",adapter="support-bot",status="200"} 1' "$work/metrics.txt" || fail "metrics"
+grep -q '^vllm:lora_adapter_loaded{adapter_name="support-bot",base="loragate-demo"} 1$' "$work/metrics.txt" ||
+  fail "support-bot served but not reported loaded"
+grep -q '^vllm:lora_max_adapters{base="loragate-demo"} 4$' "$work/metrics.txt" || fail "vllm:lora_max_adapters"
 
 
 kill -TERM "$pid"
