@@ -7,6 +7,8 @@
 #   scripts/fleet.sh down --dir D
 #   scripts/fleet.sh status --dir D
 #   scripts/fleet.sh restart-replica --dir D --index I
+#   scripts/fleet.sh pg-stop --dir D    (stops the registry's PostgreSQL: the replicas keep serving)
+#   scripts/fleet.sh pg-start --dir D   (starts it again)
 #   scripts/fleet.sh haproxy-config --replicas N --port P   (prints the config up writes)
 #
 # Ports: HAProxy on P, replica I (1..N) on P+I, PostgreSQL on P+N+1 and
@@ -350,6 +352,13 @@ case $command in
     cmd_status
     ;;
   restart-replica) cmd_restart_replica "$@" ;;
+  pg-stop | pg-start)
+    [ "${1:-}" = --dir ] && [ $# -eq 2 ] || die "usage: fleet.sh $command --dir D"
+    dir=$(cd "$2" && pwd) || die "no such directory: $2"
+    load_env
+    [ -f "$dir/pg/data/PG_VERSION" ] || die "$dir has no PostgreSQL cluster"
+    if [ "$command" = pg-stop ]; then pg_down; else pg_up; fi
+    ;;
   haproxy-config)
     [ "${1:-}" = --replicas ] && [ "${3:-}" = --port ] && [ $# -eq 4 ] ||
       die "usage: fleet.sh haproxy-config --replicas N --port P"
@@ -357,5 +366,5 @@ case $command in
     haproxy_config
     ;;
   -h | --help | help) usage ;;
-  *) die "unknown command '$command' (up, down, status, restart-replica)" ;;
+  *) die "unknown command '$command' (up, down, status, restart-replica, pg-stop, pg-start)" ;;
 esac

@@ -40,7 +40,7 @@ admin() { curl -s --max-time 120 "${auth[@]}" -H 'Content-Type: application/json
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
 # A free base port with room for the replicas, PostgreSQL and HAProxy's stats.
-port=$((20000 + RANDOM % 20000))
+port=$((20000 + RANDOM % 12000))  # below the ephemeral ports (scripts/fleet.sh)
 mkdir -p "$work/adapters"
 cp -r "$shared/eval/adapters/candidate-good/mia" "$work/adapters/broken"
 bash "$root/scripts/fleet.sh" up --replicas 3 --port "$port" --dir "$fleet_dir" -- \
