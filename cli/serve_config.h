@@ -44,7 +44,9 @@ struct ServeConfig {
                                                 // (or inside an adapters.roots)
   std::string training_dir;                     // training.dir: where upgrades write retrained adapters;
                                                 // "" = trained/ beside the registry file
-  std::string registry_path = ".cache/loragate/registry.db";  // adapters.registry: the SQLite file
+                                                // (.cache/loragate/trained for a PostgreSQL registry)
+  // adapters.registry: the SQLite file, or a "postgresql://" URL (registry.h)
+  std::string registry_path = ".cache/loragate/registry.db";
   std::vector<PreloadAdapter> preload;          // adapters.preload: registered at start when absent
   std::map<std::string, std::string> scenarios; // scenarios: name -> adapter, for the base served
   std::string admin_token;                      // auth.admin_token; "" = read auth.admin_token_env
