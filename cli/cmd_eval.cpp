@@ -25,6 +25,7 @@
 #include "evaluator/runner.h"
 #include "evaluator/suite.h"
 #include "registry/evaluation_store.h"
+#include "registry/registry.h"
 #include "common/sha256.h"
 
 namespace loragate::cli {
@@ -116,8 +117,10 @@ Result<eval::Verdict> run_eval(const RunFlags& f) {
   LG_ASSIGN_OR_RETURN(std::unique_ptr<eval::ArmEngine> online, eval::load_offline_arm(f.online_name, f.online, options));
   LG_ASSIGN_OR_RETURN(std::unique_ptr<eval::ArmEngine> candidate,
                       eval::load_offline_arm(f.candidate_name, f.candidate, candidate_options));
-  const std::filesystem::path parent = std::filesystem::path(f.db).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
+  if (!is_postgres_url(f.db)) {  // a URL names a server, not a directory to make
+    const std::filesystem::path parent = std::filesystem::path(f.db).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent);
+  }
   LG_ASSIGN_OR_RETURN(std::unique_ptr<EvaluationStore> store, EvaluationStore::open(f.db));
 
   ProgressBar bar;

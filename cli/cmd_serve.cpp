@@ -40,8 +40,10 @@ struct ServeFlags {
 };
 
 Result<std::unique_ptr<Registry>> open_registry(const ServeConfig& c) {
-  const std::filesystem::path parent = std::filesystem::path(c.registry_path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
+  if (!is_postgres_url(c.registry_path)) {  // a URL names a server, not a directory to make
+    const std::filesystem::path parent = std::filesystem::path(c.registry_path).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent);
+  }
   return Registry::open(c.registry_path);
 }
 

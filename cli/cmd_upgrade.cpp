@@ -33,6 +33,7 @@
 #include "evaluator/runner.h"
 #include "evaluator/suite.h"
 #include "registry/evaluation_store.h"
+#include "registry/registry.h"
 
 namespace loragate::cli {
 namespace {
@@ -198,8 +199,10 @@ Result<int> upgrade_offline(const UpgradeFlags& f) {
   }
 
   // Then the comparison, as `loragate eval run` makes it.
-  const std::filesystem::path parent = std::filesystem::path(f.db).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
+  if (!is_postgres_url(f.db)) {  // a URL names a server, not a directory to make
+    const std::filesystem::path parent = std::filesystem::path(f.db).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent);
+  }
   LG_ASSIGN_OR_RETURN(std::unique_ptr<EvaluationStore> store, EvaluationStore::open(f.db));
   std::map<std::string, std::string> online_adapters;
   for (const eval::ScenarioSpec& s : suite.scenarios) online_adapters[s.name] = s.adapter_path;

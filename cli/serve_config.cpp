@@ -259,6 +259,11 @@ std::vector<std::string> ServeConfig::resolved_base_roots() const {
 
 std::string ServeConfig::resolved_training_dir() const {
   if (!training_dir.empty()) return training_dir;
+  // A PostgreSQL registry (registry/registry.h: is_postgres_url) has no
+  // directory to put them beside: the default cache directory then.
+  if (registry_path.starts_with("postgresql://") || registry_path.starts_with("postgres://")) {
+    return ".cache/loragate/trained";
+  }
   const std::filesystem::path parent = std::filesystem::path(registry_path).parent_path();
   return (parent.empty() ? std::filesystem::path("trained") : parent / "trained").string();
 }

@@ -44,7 +44,9 @@ struct ServeConfig {
                                                 // (or inside an adapters.roots)
   std::string training_dir;                     // training.dir: where upgrades write retrained adapters;
                                                 // "" = trained/ beside the registry file
-  std::string registry_path = ".cache/loragate/registry.db";  // adapters.registry: the SQLite file
+                                                // (.cache/loragate/trained for a PostgreSQL registry)
+  // adapters.registry: the SQLite file, or a "postgresql://" URL (registry.h)
+  std::string registry_path = ".cache/loragate/registry.db";
   std::string fleet_enabled = "auto";            // fleet.enabled: true | false | auto (= a postgresql:// registry)
   std::string fleet_url;                        // fleet.url: this replica's address for the others and the proxy;
                                                 // "" = http://<server.host>:<port>

@@ -1,7 +1,7 @@
 #include "registry/evaluation_store.h"
 
-#include "registry/schema.h"
-#include "registry/sqlite_db.h"
+#include "registry/registry_connection.h"
+#include "registry/sql_connection.h"
 
 namespace loragate {
 namespace {
@@ -29,13 +29,11 @@ EvaluationRecord read_row(const Statement& q, bool with_report) {
 
 }  // namespace
 
-EvaluationStore::EvaluationStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+EvaluationStore::EvaluationStore(std::unique_ptr<SqlConnection> db) : db_(std::move(db)) {}
 EvaluationStore::~EvaluationStore() = default;
 
 Result<std::unique_ptr<EvaluationStore>> EvaluationStore::open(const std::string& path) {
-  LG_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::open(path));
-  LG_RETURN_IF_ERROR(configure_registry_connection(*db).with_context("cannot open registry '" + path + "'"));
-  LG_RETURN_IF_ERROR(migrate(*db));
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<SqlConnection> db, open_registry_connection(path));
   return std::unique_ptr<EvaluationStore>(new EvaluationStore(std::move(db)));
 }
 
@@ -49,7 +47,7 @@ Result<int64_t> EvaluationStore::add(const EvaluationRecord& r) {
   LG_ASSIGN_OR_RETURN(Statement insert,
                       db_->prepare("INSERT INTO evaluations (started_at, finished_at, online_base, online_sha256, "
                                    "candidate_base, candidate_sha256, adapters, suite_sha256, gates_sha256, verdict, "
-                                   "report) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"));
+                                   "report) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING id"));
   insert.bind(1, r.started_at)
       .bind(2, r.finished_at)
       .bind(3, r.online_base)
@@ -61,8 +59,10 @@ Result<int64_t> EvaluationStore::add(const EvaluationRecord& r) {
       .bind(9, r.gates_sha256)
       .bind(10, r.verdict)
       .bind(11, r.report);
-  LG_RETURN_IF_ERROR(insert.run());
-  LG_ASSIGN_OR_RETURN(const int64_t id, db_->query_int64("SELECT last_insert_rowid()"));
+  LG_ASSIGN_OR_RETURN(const bool row, insert.step());
+  if (!row) return Status::internal("database '" + db_->path() + "': INSERT ... RETURNING id returned no row");
+  const int64_t id = insert.column_int64(0);
+  insert.reset();  // done with the INSERT before the transaction ends
   LG_RETURN_IF_ERROR(txn.commit());
   return id;
 }

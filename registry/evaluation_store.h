@@ -1,10 +1,10 @@
-// EvaluationStore: the history of evaluation runs in the registry's SQLite
-// file (table `evaluations`, schema.h migration 4). A run is stored whole, as
+// EvaluationStore: the history of evaluation runs in the registry's database
+// (table `evaluations`, schema.h migration 4). A run is stored whole, as
 // its report JSON, beside the columns it is found by: the bases' and
 // adapters' sha256, the suite and gates hashes, the verdict.
 //
 // Ownership: open() returns the only owner of its own connection (a second
-// connection on the registry file: WAL lets both work). Thread-safety: every
+// connection on the registry: on a SQLite file WAL lets both work). Thread-safety: every
 // method may be called from any thread; calls are serialised on a mutex.
 #pragma once
 
@@ -19,7 +19,7 @@
 
 namespace loragate {
 
-class SqliteDb;
+class SqlConnection;
 
 struct EvaluationRecord {
   int64_t id = 0;                 // set by add()
@@ -34,7 +34,8 @@ struct EvaluationRecord {
 
 class EvaluationStore {
  public:
-  // Opens (creating and migrating when needed) the registry file at `path`.
+  // Opens (creating and migrating when needed) the registry at `path`: a
+  // SQLite file or a "postgresql://" URL, as Registry::open.
   static Result<std::unique_ptr<EvaluationStore>> open(const std::string& path);
   ~EvaluationStore();
   EvaluationStore(const EvaluationStore&) = delete;
@@ -59,10 +60,10 @@ class EvaluationStore {
                                                                 const std::string& suite_sha256);
 
  private:
-  explicit EvaluationStore(std::unique_ptr<SqliteDb> db);
+  explicit EvaluationStore(std::unique_ptr<SqlConnection> db);
 
   std::mutex mu_;
-  std::unique_ptr<SqliteDb> db_;  // guarded by mu_
+  std::unique_ptr<SqlConnection> db_;  // guarded by mu_
 };
 
 }  // namespace loragate

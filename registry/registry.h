@@ -33,28 +33,39 @@
 // failed_precondition (an adapter a scenario still uses: the message names
 // the scenarios), not_found (the name does not exist; the message names it
 // and its base),
-// corrupt (the stored data is unreadable), io_error / resource_exhausted (the
+// corrupt (the stored data is unreadable), io_error / resource_exhausted / unavailable (the
 // storage failed or stayed locked), unsupported (a schema newer than this
 // build).
 //
 // Ownership: open() returns the only owner. Thread-safety: every method may
-// be called from any thread at any time. The SQLite registry serialises calls
-// on one connection with a std::mutex (the connection itself is opened
+// be called from any thread at any time. The registry serialises calls on
+// one connection with a std::mutex (a SQLite connection is opened
 // SQLITE_OPEN_NOMUTEX): SQLite's FULLMUTEX alone would not keep a
 // multi-statement transaction to one thread. Other processes (or other
-// Registry objects on the same file) are arbitrated by SQLite's locks, WAL
-// snapshots and a 5 s busy timeout.
+// Registry objects on the same database) are arbitrated by SQLite's locks,
+// WAL snapshots and a 5 s busy timeout, or by PostgreSQL's transactions with
+// an advisory lock that every write transaction takes.
+//
+// PostgreSQL down: calls fail with unavailable naming the server (HTTP 503)
+// (host:port/dbname, never a password) and the next call connects again, so
+// the registry recovers when the server does.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
 #include "registry/records.h"
 
 namespace loragate {
+
+// Whether registry location `path` names a PostgreSQL database (it starts
+// with "postgresql://" or "postgres://") rather than a SQLite file: callers
+// make no directories for it and resolve no file paths against it.
+bool is_postgres_url(std::string_view path);
 
 class Registry {
  public:

@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <memory>
 #include <utility>
 
 namespace loragate {
@@ -31,94 +32,65 @@ Status status_for(int rc, std::string message) {
   }
 }
 
+// --- the cursor ---------------------------------------------------------------
+
+// One prepared sqlite3_stmt; finalized on destruction.
+class SqliteCursor final : public SqlCursor {
+ public:
+  SqliteCursor(const SqliteDb* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  ~SqliteCursor() override { sqlite3_finalize(stmt_); }
+  SqliteCursor(const SqliteCursor&) = delete;
+  SqliteCursor& operator=(const SqliteCursor&) = delete;
+
+  void bind_int64(int index, int64_t value) override { note_bind(sqlite3_bind_int64(stmt_, index, value), index); }
+  void bind_double(int index, double value) override { note_bind(sqlite3_bind_double(stmt_, index, value), index); }
+  void bind_text(int index, std::string_view text) override {
+    // SQLITE_TRANSIENT: SQLite copies the bytes, so `text` may die after this.
+    note_bind(sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8), index);
+  }
+  void bind_null(int index) override { note_bind(sqlite3_bind_null(stmt_, index), index); }
+
+  Result<bool> step() override {
+    if (!bind_error_.is_ok()) return bind_error_;
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    return db_->error(rc, "running a statement", sql());
+  }
+
+  void reset() override {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    bind_error_ = Status::ok();
+  }
+
+  int64_t column_int64(int index) const override { return sqlite3_column_int64(stmt_, index); }
+  double column_double(int index) const override { return sqlite3_column_double(stmt_, index); }
+  std::string column_text(int index) const override {
+    const auto* text = sqlite3_column_text(stmt_, index);  // before _bytes, as SQLite asks
+    const int size = sqlite3_column_bytes(stmt_, index);
+    return text ? std::string(reinterpret_cast<const char*>(text), static_cast<size_t>(size)) : std::string();
+  }
+  bool column_is_null(int index) const override { return sqlite3_column_type(stmt_, index) == SQLITE_NULL; }
+
+  std::string sql() const override {
+    const char* text = stmt_ ? sqlite3_sql(stmt_) : nullptr;
+    return text ? text : "";
+  }
+
+ private:
+  void note_bind(int rc, int index) {
+    if (rc != SQLITE_OK && bind_error_.is_ok()) {
+      bind_error_ = db_->error(rc, "binding parameter " + std::to_string(index), sql());
+    }
+  }
+
+  const SqliteDb* db_;
+  sqlite3_stmt* stmt_;
+  Status bind_error_;  // first failed bind since the last reset
+};
+
 }  // namespace
-
-// --- Statement ----------------------------------------------------------------
-
-Statement::Statement(Statement&& other) noexcept
-    : db_(std::exchange(other.db_, nullptr)),
-      stmt_(std::exchange(other.stmt_, nullptr)),
-      bind_error_(std::move(other.bind_error_)) {}
-
-Statement& Statement::operator=(Statement&& other) noexcept {
-  if (this != &other) {
-    sqlite3_finalize(stmt_);
-    db_ = std::exchange(other.db_, nullptr);
-    stmt_ = std::exchange(other.stmt_, nullptr);
-    bind_error_ = std::move(other.bind_error_);
-  }
-  return *this;
-}
-
-Statement::~Statement() { sqlite3_finalize(stmt_); }
-
-void Statement::note_bind(int rc, int index) {
-  if (rc != SQLITE_OK && bind_error_.is_ok()) {
-    bind_error_ = db_->error(rc, "binding parameter " + std::to_string(index), sql());
-  }
-}
-
-Statement& Statement::bind(int index, int64_t value) {
-  note_bind(sqlite3_bind_int64(stmt_, index, value), index);
-  return *this;
-}
-
-Statement& Statement::bind(int index, double value) {
-  note_bind(sqlite3_bind_double(stmt_, index, value), index);
-  return *this;
-}
-
-Statement& Statement::bind(int index, std::string_view text) {
-  // SQLITE_TRANSIENT: SQLite copies the bytes, so `text` may die after this.
-  note_bind(sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8),
-            index);
-  return *this;
-}
-
-Statement& Statement::bind_null(int index) {
-  note_bind(sqlite3_bind_null(stmt_, index), index);
-  return *this;
-}
-
-Result<bool> Statement::step() {
-  if (!bind_error_.is_ok()) return bind_error_;
-  const int rc = sqlite3_step(stmt_);
-  if (rc == SQLITE_ROW) return true;
-  if (rc == SQLITE_DONE) return false;
-  return db_->error(rc, "running a statement", sql());
-}
-
-Status Statement::run() {
-  for (;;) {
-    LG_ASSIGN_OR_RETURN(const bool row, step());
-    if (!row) return Status::ok();
-  }
-}
-
-void Statement::reset() {
-  sqlite3_reset(stmt_);
-  sqlite3_clear_bindings(stmt_);
-  bind_error_ = Status::ok();
-}
-
-int64_t Statement::column_int64(int index) const { return sqlite3_column_int64(stmt_, index); }
-
-double Statement::column_double(int index) const { return sqlite3_column_double(stmt_, index); }
-
-std::string Statement::column_text(int index) const {
-  const auto* text = sqlite3_column_text(stmt_, index);  // before _bytes, as SQLite asks
-  const int size = sqlite3_column_bytes(stmt_, index);
-  return text ? std::string(reinterpret_cast<const char*>(text), static_cast<size_t>(size)) : std::string();
-}
-
-bool Statement::column_is_null(int index) const {
-  return sqlite3_column_type(stmt_, index) == SQLITE_NULL;
-}
-
-std::string Statement::sql() const {
-  const char* text = stmt_ ? sqlite3_sql(stmt_) : nullptr;
-  return text ? text : "";
-}
 
 // --- SqliteDb -----------------------------------------------------------------
 
@@ -157,17 +129,10 @@ Status SqliteDb::exec(std::string_view sql) {
 Result<Statement> SqliteDb::prepare(std::string_view sql) {
   sqlite3_stmt* stmt = nullptr;
   const int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
-  Statement statement(this, stmt);  // finalizes stmt on every path
+  auto cursor = std::make_unique<SqliteCursor>(this, stmt);  // finalizes stmt on every path
   if (rc != SQLITE_OK) return error(rc, "preparing a statement", sql);
   if (stmt == nullptr) return Status::invalid_argument("sqlite '" + path_ + "': no statement in: " + std::string(sql));
-  return statement;
-}
-
-Result<int64_t> SqliteDb::query_int64(std::string_view sql) {
-  LG_ASSIGN_OR_RETURN(Statement stmt, prepare(sql));
-  LG_ASSIGN_OR_RETURN(const bool row, stmt.step());
-  if (!row) return Status::internal("sqlite '" + path_ + "': no row from: " + std::string(sql));
-  return stmt.column_int64(0);
+  return Statement(std::move(cursor));
 }
 
 int64_t SqliteDb::changes() const { return sqlite3_changes64(db_); }
@@ -175,23 +140,12 @@ int64_t SqliteDb::total_changes() const { return sqlite3_total_changes64(db_); }
 
 bool SqliteDb::in_transaction() const { return sqlite3_get_autocommit(db_) == 0; }
 
-// --- Transaction --------------------------------------------------------------
+// --- transactions -------------------------------------------------------------
 
-Result<Transaction> Transaction::begin(SqliteDb& db) {
-  LG_RETURN_IF_ERROR(db.exec("BEGIN IMMEDIATE"));
-  return Transaction(&db);
-}
-
-Transaction::~Transaction() {
-  // A failed statement may already have rolled the transaction back.
-  if (db_ != nullptr && db_->in_transaction()) (void)db_->exec("ROLLBACK");
-}
-
-Status Transaction::commit() {
-  if (db_ == nullptr) return Status::internal("commit of a transaction that is already over");
-  LG_RETURN_IF_ERROR(db_->exec("COMMIT"));
-  db_ = nullptr;
-  return Status::ok();
+Status SqliteDb::begin_write() { return exec("BEGIN IMMEDIATE"); }
+Status SqliteDb::commit() { return exec("COMMIT"); }
+void SqliteDb::rollback() {
+  if (in_transaction()) (void)exec("ROLLBACK");
 }
 
 }  // namespace loragate

@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "registry/schema.h"
-#include "registry/sqlite_db.h"
+#include "registry/registry_connection.h"
+#include "registry/sql_connection.h"
 
 namespace loragate {
 namespace {
@@ -59,13 +59,11 @@ bool upgrade_state_is_known(const std::string& state) {
          state == "cancelled" || state == "interrupted";
 }
 
-UpgradeStore::UpgradeStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+UpgradeStore::UpgradeStore(std::unique_ptr<SqlConnection> db) : db_(std::move(db)) {}
 UpgradeStore::~UpgradeStore() = default;
 
 Result<std::unique_ptr<UpgradeStore>> UpgradeStore::open(const std::string& path) {
-  LG_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::open(path));
-  LG_RETURN_IF_ERROR(configure_registry_connection(*db).with_context("cannot open registry '" + path + "'"));
-  LG_RETURN_IF_ERROR(migrate(*db));
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<SqlConnection> db, open_registry_connection(path));
   return std::unique_ptr<UpgradeStore>(new UpgradeStore(std::move(db)));
 }
 
@@ -76,7 +74,7 @@ Result<int64_t> UpgradeStore::add(const UpgradeRecord& r) {
   LG_ASSIGN_OR_RETURN(Statement insert,
                       db_->prepare("INSERT INTO upgrades (started_at, updated_at, candidate, candidate_path, "
                                    "online_base, promote, skip_untrained, state, steps, verdict, evaluation, report, "
-                                   "error) VALUES (?1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
+                                   "error) VALUES (?1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id"));
   insert.bind(1, upgrade_now())
       .bind(2, r.candidate)
       .bind(3, r.candidate_path)
@@ -89,8 +87,10 @@ Result<int64_t> UpgradeStore::add(const UpgradeRecord& r) {
       .bind(10, r.evaluation)
       .bind(11, r.report)
       .bind(12, r.error);
-  LG_RETURN_IF_ERROR(insert.run());
-  LG_ASSIGN_OR_RETURN(const int64_t id, db_->query_int64("SELECT last_insert_rowid()"));
+  LG_ASSIGN_OR_RETURN(const bool row, insert.step());
+  if (!row) return Status::internal("database '" + db_->path() + "': INSERT ... RETURNING id returned no row");
+  const int64_t id = insert.column_int64(0);
+  insert.reset();  // done with the INSERT before the transaction ends
   LG_RETURN_IF_ERROR(txn.commit());
   return id;
 }

@@ -1,11 +1,11 @@
 // UpgradeStore: the record of upgrades (evaluator/upgrade_job.h) in the
-// registry's SQLite file (table `upgrades`, schema.h migration 6). An upgrade
+// registry's database (table `upgrades`, schema.h migration 6). An upgrade
 // retrains every scenario's adapter on a candidate base, evaluates it and may
 // promote it; its row is rewritten after every step, so that a restart finds
 // what was done (the steps, as JSON) and what was running (mark_interrupted).
 //
 // Ownership: open() returns the only owner of its own connection (a second
-// connection on the registry file: WAL lets both work). Thread-safety: every
+// connection on the registry: on a SQLite file WAL lets both work). Thread-safety: every
 // method may be called from any thread; calls are serialised on a mutex.
 #pragma once
 
@@ -19,7 +19,7 @@
 
 namespace loragate {
 
-class SqliteDb;
+class SqlConnection;
 
 // UpgradeRecord::state values that mean "not finished": a restart finds them
 // interrupted.
@@ -49,7 +49,8 @@ struct UpgradeRecord {
 
 class UpgradeStore {
  public:
-  // Opens (creating and migrating when needed) the registry file at `path`.
+  // Opens (creating and migrating when needed) the registry at `path`: a
+  // SQLite file or a "postgresql://" URL, as Registry::open.
   static Result<std::unique_ptr<UpgradeStore>> open(const std::string& path);
   ~UpgradeStore();
   UpgradeStore(const UpgradeStore&) = delete;
@@ -68,10 +69,10 @@ class UpgradeStore {
   Result<int64_t> mark_interrupted();
 
  private:
-  explicit UpgradeStore(std::unique_ptr<SqliteDb> db);
+  explicit UpgradeStore(std::unique_ptr<SqlConnection> db);
 
   std::mutex mu_;
-  std::unique_ptr<SqliteDb> db_;  // guarded by mu_
+  std::unique_ptr<SqlConnection> db_;  // guarded by mu_
 };
 
 }  // namespace loragate

@@ -12,6 +12,7 @@ packages=(
   libcli11-dev                      # the loragate command line (subcommands, typed flags, help)
   libboost-dev                      # Boost.Beast/Asio: the HTTP gateway (header-only)
   libsqlite3-dev                    # the adapter registry
+  libpq-dev postgresql              # the registry on PostgreSQL (a fleet), and its tests
   libyaml-cpp-dev                   # configs/*.yaml
   wrk                               # HTTP load for the gateway benchmark
   libutf8proc-dev                   # NFC normalisation of tokenizer.json

@@ -2,9 +2,8 @@
 # scripts/fleet.sh end to end: two replicas of the built binary serving the
 # built-in demo behind HAProxy, with the private PostgreSQL cluster started.
 #   fleet_up_test.sh path/to/loragate SOURCE_DIR
-# Registry: the replicas share one SQLite file (FLEET_REGISTRY=<tmp>/registry.db)
-# — the PostgreSQL cluster is started and checked, but serve is not pointed
-# at it here. Checks: up prints every URL; the proxy answers /v1/models and
+# Registry: the fleet's PostgreSQL cluster (the replicas are fleet replicas).
+# Checks: up prints every URL; the proxy answers /v1/models and
 # completions; one adapter's requests all land on one replica (consistent
 # hashing), X-Scenario routes too; kill -9 of that replica takes it out of the
 # proxy within 2 s while requests keep succeeding; restart-replica brings it
@@ -44,7 +43,7 @@ stats="http://127.0.0.1:$((port + 4))/;csv"
 cat > "$work/config.yaml" << YAML
 demo: {dir: $work/demo}
 YAML
-export LORAGATE_ADMIN_TOKEN=s3cret LORAGATE_BIN=$bin FLEET_REGISTRY=$work/registry.db
+export LORAGATE_ADMIN_TOKEN=s3cret LORAGATE_BIN=$bin
 chmod 711 "$work"  # PostgreSQL runs as user postgres when this runs as root
 fleet up --replicas 2 --port "$port" --dir "$dir" -- --config "$work/config.yaml" > "$work/up.txt" 2>&1 ||
   { cat "$work/up.txt"; fail "fleet up"; }

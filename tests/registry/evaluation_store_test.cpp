@@ -1,9 +1,10 @@
-// EvaluationStore on a real SQLite file beside the registry's tables.
+// EvaluationStore beside the registry's tables, on both backends.
 #include "registry/evaluation_store.h"
 
 #include <gtest/gtest.h>
 
 #include "registry/registry.h"
+#include "tests/registry/pg_server.h"
 #include "tests/test_util.h"
 
 namespace loragate {
@@ -25,8 +26,10 @@ EvaluationRecord run(const std::string& candidate_sha, const std::string& online
   return r;
 }
 
-TEST(EvaluationStoreTest, StoresRunsBesideTheRegistryAndListsTheRunsOfACandidate) {
-  const std::string path = testing::make_temp_dir("lg-evals") + "/registry.db";
+class EvaluationStoreTest : public testing::OnBothBackends<testing::RegistryLocationTest> {};
+
+TEST_P(EvaluationStoreTest, StoresRunsBesideTheRegistryAndListsTheRunsOfACandidate) {
+  const std::string path = location("registry.db");
   auto registry = Registry::open(path);  // the same file, another connection
   ASSERT_TRUE(registry.is_ok()) << registry.status().to_string();
   auto store = EvaluationStore::open(path);
@@ -70,8 +73,8 @@ TEST(EvaluationStoreTest, StoresRunsBesideTheRegistryAndListsTheRunsOfACandidate
 
 // The recorded reference of a base: the newest passing run on the same suite
 // content that measured it, in whichever arm.
-TEST(EvaluationStoreTest, LatestPassMeasuringABaseMatchesTheSuiteAndEitherArm) {
-  const std::string path = testing::make_temp_dir("lg-evals") + "/registry.db";
+TEST_P(EvaluationStoreTest, LatestPassMeasuringABaseMatchesTheSuiteAndEitherArm) {
+  const std::string path = location("registry.db");
   auto store = EvaluationStore::open(path);
   ASSERT_TRUE(store.is_ok()) << store.status().to_string();
   EvaluationStore& s = **store;
@@ -95,6 +98,8 @@ TEST(EvaluationStoreTest, LatestPassMeasuringABaseMatchesTheSuiteAndEitherArm) {
   EXPECT_FALSE(s.latest_pass_measuring("", "s").value().has_value());
   EXPECT_FALSE(s.latest_pass_measuring("b", "").value().has_value());
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, EvaluationStoreTest, testing::kBothBackends, testing::backend_name);
 
 }  // namespace
 }  // namespace loragate

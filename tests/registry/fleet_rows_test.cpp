@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "registry/registry.h"
+#include "tests/registry/pg_server.h"
 #include "tests/registry/registry_fixtures.h"
 
 namespace loragate {
@@ -14,10 +15,10 @@ namespace {
 
 using testing::base_model;
 
-class FleetRowsTest : public testing::TempDirTest {
+class FleetRowsTest : public testing::OnBothBackends<testing::RegistryLocationTest> {
  protected:
   std::unique_ptr<Registry> open_registry() {
-    auto reg = Registry::open(path("registry.db"));
+    auto reg = Registry::open(location("registry.db"));
     EXPECT_TRUE(reg.is_ok()) << reg.status().to_string();
     return reg.is_ok() ? std::move(reg).value() : nullptr;
   }
@@ -33,7 +34,7 @@ ReplicaRecord replica(const std::string& url, const std::string& serving) {
   return r;
 }
 
-TEST_F(FleetRowsTest, HeartbeatsKeepTheDesiredBaseARolloutSet) {
+TEST_P(FleetRowsTest, HeartbeatsKeepTheDesiredBaseARolloutSet) {
   auto reg = open_registry();
   ASSERT_NE(reg, nullptr);
   auto first = reg->upsert_replica(replica("http://127.0.0.1:9001", "online"));
@@ -63,7 +64,7 @@ TEST_F(FleetRowsTest, HeartbeatsKeepTheDesiredBaseARolloutSet) {
   EXPECT_STATUS(reg->set_replica_desired_base("http://nowhere:1", "x"), StatusCode::kNotFound, "nowhere");
 }
 
-TEST_F(FleetRowsTest, MalformedReplicasAndRolloutsAreRefusedNamingTheField) {
+TEST_P(FleetRowsTest, MalformedReplicasAndRolloutsAreRefusedNamingTheField) {
   auto reg = open_registry();
   ASSERT_NE(reg, nullptr);
   ReplicaRecord bad = replica("http://127.0.0.1:9001", "online");
@@ -80,7 +81,7 @@ TEST_F(FleetRowsTest, MalformedReplicasAndRolloutsAreRefusedNamingTheField) {
   EXPECT_STATUS(reg->add_rollout(r).status(), StatusCode::kInvalidArgument, "upgrade");
 }
 
-TEST_F(FleetRowsTest, RolloutsAreStoredUpdatedAndListedNewestFirst) {
+TEST_P(FleetRowsTest, RolloutsAreStoredUpdatedAndListedNewestFirst) {
   auto reg = open_registry();
   ASSERT_NE(reg, nullptr);
   RolloutRecord r;
@@ -117,7 +118,7 @@ TEST_F(FleetRowsTest, RolloutsAreStoredUpdatedAndListedNewestFirst) {
   EXPECT_STATUS(reg->list_rollouts(0).status(), StatusCode::kInvalidArgument, "limit");
 }
 
-TEST_F(FleetRowsTest, WaitForChangeWakesOnAnotherConnectionsWriteAndTimesOutOtherwise) {
+TEST_P(FleetRowsTest, WaitForChangeWakesOnAnotherConnectionsWriteAndTimesOutOtherwise) {
   auto watcher = open_registry();
   auto writer = open_registry();
   ASSERT_NE(watcher, nullptr);
@@ -147,6 +148,8 @@ TEST_F(FleetRowsTest, WaitForChangeWakesOnAnotherConnectionsWriteAndTimesOutOthe
   ASSERT_TRUE(own.is_ok());
   EXPECT_TRUE(*own);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, FleetRowsTest, testing::kBothBackends, testing::backend_name);
 
 }  // namespace
 }  // namespace loragate

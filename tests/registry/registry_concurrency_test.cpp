@@ -19,12 +19,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "registry/sqlite_db.h"
+#include "tests/registry/pg_server.h"
 #include "tests/registry/registry_fixtures.h"
 
 namespace loragate {
@@ -78,7 +80,7 @@ std::string churn(Registry& reg, int thread, std::atomic<int>* shared_wins) {
   return "";
 }
 
-class RegistryConcurrencyTest : public testing::TempDirTest {
+class RegistryConcurrencyTest : public testing::RegistryLocationTest {
  protected:
   // Each thread's last adapter, every shared-N won once, each thread's scenario.
   void expect_final_state(Registry& reg, int threads) {
@@ -100,9 +102,13 @@ class RegistryConcurrencyTest : public testing::TempDirTest {
   }
 };
 
-TEST_F(RegistryConcurrencyTest, EightThreadsShareOneRegistry) {
+// The races that hold on either backend: SQLite's file locks, or
+// PostgreSQL's transactions under the registry's advisory lock.
+class RegistryBackendsConcurrencyTest : public testing::OnBothBackends<RegistryConcurrencyTest> {};
+
+TEST_P(RegistryBackendsConcurrencyTest, EightThreadsShareOneRegistry) {
   constexpr int kThreads = 8;
-  auto opened = Registry::open(path("shared.db"));
+  auto opened = Registry::open(location("shared.db"));
   ASSERT_TRUE(opened.is_ok()) << opened.status().to_string();
   Registry& reg = **opened;
   ASSERT_TRUE(reg.upsert_base_model(base_model("base")).is_ok());
@@ -117,15 +123,16 @@ TEST_F(RegistryConcurrencyTest, EightThreadsShareOneRegistry) {
   EXPECT_EQ(shared_wins.load(), kRounds);
   expect_final_state(reg, kThreads);
   opened->reset();
-  auto reopened = Registry::open(path("shared.db"));
+  auto reopened = Registry::open(location("shared.db"));
   ASSERT_TRUE(reopened.is_ok());
   expect_final_state(**reopened, kThreads);
 }
 
-TEST_F(RegistryConcurrencyTest, ThreadsWithTheirOwnConnectionsToOneFile) {
+TEST_P(RegistryBackendsConcurrencyTest, ThreadsWithTheirOwnConnectionsToOneFile) {
   constexpr int kThreads = 4;
+  const std::string where = location("multi.db");
   {
-    auto reg = Registry::open(path("multi.db"));
+    auto reg = Registry::open(where);
     ASSERT_TRUE(reg.is_ok()) << reg.status().to_string();
     ASSERT_TRUE((*reg)->upsert_base_model(base_model("base")).is_ok());
   }
@@ -134,24 +141,25 @@ TEST_F(RegistryConcurrencyTest, ThreadsWithTheirOwnConnectionsToOneFile) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      auto reg = Registry::open(path("multi.db"));  // also races the (no-op) migration
+      auto reg = Registry::open(where);  // also races the (no-op) migration
       errors[t] = reg.is_ok() ? churn(**reg, t, &shared_wins) : "open: " + reg.status().to_string();
     });
   }
   for (auto& th : threads) th.join();
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(errors[t], "") << "thread " << t;
   EXPECT_EQ(shared_wins.load(), kRounds);
-  auto reg = Registry::open(path("multi.db"));
+  auto reg = Registry::open(where);
   ASSERT_TRUE(reg.is_ok());
   expect_final_state(**reg, kThreads);
 }
 
 // Two threads swap among three bases while two others add adapters named
 // alike on every base; each on its own connection to one file.
-TEST_F(RegistryConcurrencyTest, ConcurrentSwapsLeaveOneServingBase) {
+TEST_P(RegistryBackendsConcurrencyTest, ConcurrentSwapsLeaveOneServingBase) {
   const std::vector<std::string> bases = {"v1", "v2", "v3"};
+  const std::string where = location("swaps.db");
   {
-    auto reg = Registry::open(path("swaps.db"));
+    auto reg = Registry::open(where);
     ASSERT_TRUE(reg.is_ok()) << reg.status().to_string();
     for (const std::string& b : bases) {
       ASSERT_TRUE((*reg)->upsert_base_model(base_model(b, BaseModelState::kCandidate)).is_ok());
@@ -163,7 +171,7 @@ TEST_F(RegistryConcurrencyTest, ConcurrentSwapsLeaveOneServingBase) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kSwappers + kAdders; ++t) {
     threads.emplace_back([&, t] {
-      auto reg = Registry::open(path("swaps.db"));
+      auto reg = Registry::open(where);
       if (!reg.is_ok()) {
         errors[t] = "open: " + reg.status().to_string();
         return;
@@ -194,7 +202,7 @@ TEST_F(RegistryConcurrencyTest, ConcurrentSwapsLeaveOneServingBase) {
   for (auto& th : threads) th.join();
   for (size_t t = 0; t < errors.size(); ++t) EXPECT_EQ(errors[t], "") << "thread " << t;
 
-  auto reg = Registry::open(path("swaps.db"));
+  auto reg = Registry::open(where);
   ASSERT_TRUE(reg.is_ok());
   auto listed = (*reg)->list_base_models();
   ASSERT_TRUE(listed.is_ok());
@@ -336,6 +344,51 @@ TEST_F(RegistryConcurrencyTest, KillDuringCommitsKeepsEveryReportedCommit) {
   for (const AdapterRecord& a : *adapters) names.insert(a.name);
   for (int i = 0; i < n; ++i) EXPECT_TRUE(names.count(numbered("k", i))) << "k" << i;
 }
+
+// A watcher on its own connection wakes within a second of another
+// registry's write while two more keep writing: notifications (PostgreSQL)
+// or data_version (SQLite) cross connections.
+TEST_P(RegistryBackendsConcurrencyTest, WaitForChangeWakesOnAnotherRegistrysWriteWithinASecond) {
+  const std::string where = location("wake.db");
+  auto watcher = Registry::open(where);
+  auto writer = Registry::open(where);
+  ASSERT_TRUE(watcher.is_ok()) << watcher.status().to_string();
+  ASSERT_TRUE(writer.is_ok()) << writer.status().to_string();
+  ASSERT_TRUE((*writer)->upsert_base_model(base_model("base")).is_ok());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE((*watcher)->wait_for_change(0).is_ok());  // settle
+  for (int round = 0; round < 3; ++round) {
+    std::atomic<bool> written{false};
+    std::chrono::steady_clock::time_point wrote_at;
+    std::thread write([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+      wrote_at = std::chrono::steady_clock::now();
+      written = (*writer)->add_adapter(adapter(numbered("wake-", round), "base")).is_ok();
+    });
+    auto woke = (*watcher)->wait_for_change(5000);
+    const auto woke_at = std::chrono::steady_clock::now();
+    write.join();
+    ASSERT_TRUE(written.load());
+    ASSERT_TRUE(woke.is_ok()) << woke.status().to_string();
+    EXPECT_TRUE(*woke) << "round " << round;
+    EXPECT_LT(woke_at - wrote_at, std::chrono::seconds(1)) << "round " << round;
+    auto quiet = (*watcher)->wait_for_change(0);  // drain what the write left
+    ASSERT_TRUE(quiet.is_ok());
+  }
+  // Heartbeats alone do not wake it.
+  ReplicaRecord beat;
+  beat.url = "http://127.0.0.1:9000";
+  beat.bases = "[]";
+  beat.adapters = "[]";
+  (void)(*watcher)->wait_for_change(0);
+  ASSERT_TRUE((*writer)->upsert_replica(beat).is_ok());
+  if (backend() == testing::Backend::kPostgres) {  // SQLite sees any commit of another connection
+    auto after_beat = (*watcher)->wait_for_change(300);
+    ASSERT_TRUE(after_beat.is_ok());
+    EXPECT_FALSE(*after_beat);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, RegistryBackendsConcurrencyTest, testing::kBothBackends, testing::backend_name);
 
 }  // namespace
 }  // namespace loragate

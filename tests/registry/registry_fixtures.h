@@ -36,7 +36,9 @@ class TempDirTest : public ::testing::Test {
     dir_ = make_temp_dir("lg-registry");
     ASSERT_FALSE(dir_.empty());
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void TearDown() override {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
 
   std::string dir_;

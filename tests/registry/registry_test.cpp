@@ -1,4 +1,5 @@
-// Registry on real SQLite files: everything survives a close and reopen; every
+// Registry on real SQLite files and PostgreSQL databases (RegistryBackendsTest;
+// the SQLite-only cases are RegistryTest): everything survives a close and reopen; every
 // refusal carries the right code and names the thing and its base; listing,
 // filtering, states, scenario repointing, one adapter name on several bases,
 // and base swaps (promote, rollback, history).
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "registry/sqlite_db.h"
+#include "tests/registry/pg_server.h"
 #include "tests/registry/registry_fixtures.h"
 
 namespace loragate {
@@ -34,10 +36,10 @@ std::string base_states(Registry& reg) {
   return out;
 }
 
-class RegistryTest : public testing::TempDirTest {
+class RegistryTest : public testing::RegistryLocationTest {
  protected:
   std::unique_ptr<Registry> open_registry() {
-    auto reg = Registry::open(path("registry.db"));
+    auto reg = Registry::open(location("registry.db"));
     EXPECT_TRUE(reg.is_ok()) << reg.status().to_string();
     return reg.is_ok() ? std::move(reg).value() : nullptr;
   }
@@ -54,7 +56,10 @@ class RegistryTest : public testing::TempDirTest {
   }
 };
 
-TEST_F(RegistryTest, EverythingIsRestoredAfterReopen) {
+// The tests that hold on either backend.
+class RegistryBackendsTest : public testing::OnBothBackends<RegistryTest> {};
+
+TEST_P(RegistryBackendsTest, EverythingIsRestoredAfterReopen) {
   const auto before_open = std::chrono::system_clock::now();
   {
     auto reg = open_registry();
@@ -133,7 +138,7 @@ TEST_F(RegistryTest, EverythingIsRestoredAfterReopen) {
   EXPECT_EQ(reg->resolve_scenario("text2sql", "llama-b").value(), "sql-b");
 }
 
-TEST_F(RegistryTest, ListsFilterByBaseModel) {
+TEST_P(RegistryBackendsTest, ListsFilterByBaseModel) {
   auto reg = open_registry();
   populate(*reg);
   auto a = reg->list_adapters("llama-a");
@@ -148,7 +153,7 @@ TEST_F(RegistryTest, ListsFilterByBaseModel) {
   EXPECT_TRUE(reg->list_scenarios("no-such-base")->empty());
 }
 
-TEST_F(RegistryTest, AddAdapterReturnsTheStoredRecord) {
+TEST_P(RegistryBackendsTest, AddAdapterReturnsTheStoredRecord) {
   auto reg = open_registry();
   ASSERT_TRUE(reg->upsert_base_model(base_model("llama-a")).is_ok());
   AdapterRecord in = adapter("sql", "llama-a");
@@ -166,7 +171,7 @@ TEST_F(RegistryTest, AddAdapterReturnsTheStoredRecord) {
   EXPECT_EQ(got->path, in.path);
 }
 
-TEST_F(RegistryTest, UpsertBaseModelUpdatesEveryFieldKeepingCreatedAt) {
+TEST_P(RegistryBackendsTest, UpsertBaseModelUpdatesEveryFieldKeepingCreatedAt) {
   auto reg = open_registry();
   auto first = reg->upsert_base_model(base_model("llama-a", BaseModelState::kCandidate));
   ASSERT_TRUE(first.is_ok());
@@ -195,7 +200,7 @@ TEST_F(RegistryTest, UpsertBaseModelUpdatesEveryFieldKeepingCreatedAt) {
   EXPECT_STATUS(reg->get_base_model("nope").status(), StatusCode::kNotFound, "'nope'");
 }
 
-TEST_F(RegistryTest, DuplicateAdapterOnOneBaseIsRefused) {
+TEST_P(RegistryBackendsTest, DuplicateAdapterOnOneBaseIsRefused) {
   auto reg = open_registry();
   populate(*reg);
   EXPECT_STATUS(reg->add_adapter(adapter("sql", "llama-a")).status(), StatusCode::kAlreadyExists,
@@ -203,7 +208,7 @@ TEST_F(RegistryTest, DuplicateAdapterOnOneBaseIsRefused) {
   EXPECT_EQ(reg->list_adapters()->size(), 3u);
 }
 
-TEST_F(RegistryTest, SameAdapterNameOnTwoBasesCoexistsAndIsRemovedIndependently) {
+TEST_P(RegistryBackendsTest, SameAdapterNameOnTwoBasesCoexistsAndIsRemovedIndependently) {
   auto reg = open_registry();
   populate(*reg);
   AdapterRecord on_b = adapter("sql", "llama-b", 32);
@@ -242,7 +247,7 @@ TEST_F(RegistryTest, SameAdapterNameOnTwoBasesCoexistsAndIsRemovedIndependently)
   EXPECT_EQ(reg->get_adapter("sql", "llama-b")->rank, 32);
 }
 
-TEST_F(RegistryTest, ScenarioOnTheNewBasePointsAtTheNewBasesAdapter) {
+TEST_P(RegistryBackendsTest, ScenarioOnTheNewBasePointsAtTheNewBasesAdapter) {
   auto reg = open_registry();
   ASSERT_TRUE(reg->upsert_base_model(base_model("v1")).is_ok());
   ASSERT_TRUE(reg->upsert_base_model(base_model("v2", BaseModelState::kCandidate)).is_ok());
@@ -269,7 +274,7 @@ TEST_F(RegistryTest, ScenarioOnTheNewBasePointsAtTheNewBasesAdapter) {
                 "adapter 'sql' not found on base model 'v1'");
 }
 
-TEST_F(RegistryTest, AdapterOfUnknownRetiredOrFailedBaseModelIsRefused) {
+TEST_P(RegistryBackendsTest, AdapterOfUnknownRetiredOrFailedBaseModelIsRefused) {
   auto reg = open_registry();
   EXPECT_STATUS(reg->add_adapter(adapter("sql", "ghost-base")).status(), StatusCode::kNotFound,
                 "base model 'ghost-base'");
@@ -285,7 +290,7 @@ TEST_F(RegistryTest, AdapterOfUnknownRetiredOrFailedBaseModelIsRefused) {
   EXPECT_EQ(reg->list_adapters()->size(), 1u);
 }
 
-TEST_F(RegistryTest, MalformedRecordsAreRefusedNamingTheField) {
+TEST_P(RegistryBackendsTest, MalformedRecordsAreRefusedNamingTheField) {
   auto reg = open_registry();
   ASSERT_TRUE(reg->upsert_base_model(base_model("llama-a")).is_ok());
   AdapterRecord r = adapter("bad", "llama-a");
@@ -327,7 +332,7 @@ TEST_F(RegistryTest, MalformedRecordsAreRefusedNamingTheField) {
   EXPECT_TRUE(reg->list_adapters()->empty());
 }
 
-TEST_F(RegistryTest, NotFoundCasesNameTheThing) {
+TEST_P(RegistryBackendsTest, NotFoundCasesNameTheThing) {
   auto reg = open_registry();
   populate(*reg);
   EXPECT_STATUS(reg->get_adapter("ghost", "llama-a").status(), StatusCode::kNotFound,
@@ -352,7 +357,7 @@ TEST_F(RegistryTest, NotFoundCasesNameTheThing) {
   EXPECT_STATUS(reg->resolve_scenario("text2sql", "ghost-base").status(), StatusCode::kNotFound, "'ghost-base'");
 }
 
-TEST_F(RegistryTest, ScenarioWithUnknownAdapterIsRefused) {
+TEST_P(RegistryBackendsTest, ScenarioWithUnknownAdapterIsRefused) {
   auto reg = open_registry();
   populate(*reg);
   const Status st = reg->set_scenario("summarise", "llama-a", "ghost").status();
@@ -361,7 +366,7 @@ TEST_F(RegistryTest, ScenarioWithUnknownAdapterIsRefused) {
   EXPECT_EQ(reg->list_scenarios()->size(), 2u);
 }
 
-TEST_F(RegistryTest, ScenarioWithAdapterOfAnotherBaseIsRefused) {
+TEST_P(RegistryBackendsTest, ScenarioWithAdapterOfAnotherBaseIsRefused) {
   auto reg = open_registry();
   populate(*reg);
   // There is no adapter (sql-b, llama-a); the message points at the base that has one.
@@ -371,7 +376,7 @@ TEST_F(RegistryTest, ScenarioWithAdapterOfAnotherBaseIsRefused) {
   EXPECT_EQ(reg->resolve_scenario("text2sql", "llama-a").value(), "sql");  // unchanged
 }
 
-TEST_F(RegistryTest, RemovingAnAdapterUsedByAScenarioIsRefusedNamingIt) {
+TEST_P(RegistryBackendsTest, RemovingAnAdapterUsedByAScenarioIsRefusedNamingIt) {
   auto reg = open_registry();
   populate(*reg);
   ASSERT_TRUE(reg->set_scenario("reports", "llama-a", "sql").is_ok());
@@ -394,7 +399,7 @@ TEST_F(RegistryTest, RemovingAnAdapterUsedByAScenarioIsRefusedNamingIt) {
   EXPECT_TRUE(reg->add_adapter(adapter("sql", "llama-a")).is_ok());
 }
 
-TEST_F(RegistryTest, ScenarioNeedsAReadyAdapter) {
+TEST_P(RegistryBackendsTest, ScenarioNeedsAReadyAdapter) {
   auto reg = open_registry();
   populate(*reg);
   ASSERT_OK(reg->set_adapter_state("chat", "llama-a", AdapterState::kFailed));
@@ -408,7 +413,7 @@ TEST_F(RegistryTest, ScenarioNeedsAReadyAdapter) {
   EXPECT_TRUE(reg->set_scenario("support", "llama-a", "chat").is_ok());
 }
 
-TEST_F(RegistryTest, SetScenarioRepointsAndKeepsCreatedAt) {
+TEST_P(RegistryBackendsTest, SetScenarioRepointsAndKeepsCreatedAt) {
   auto reg = open_registry();
   populate(*reg);
   auto before = reg->list_scenarios("llama-a");
@@ -449,7 +454,7 @@ TEST_F(RegistryTest, UnreadableStoredValuesAreCorruptNamingTheRow) {
   EXPECT_TRUE(reg->get_adapter("sql-b", "llama-b").is_ok());  // the healthy rows still read
 }
 
-TEST_F(RegistryTest, SwapsMoveServingPreviousAndCandidate) {
+TEST_P(RegistryBackendsTest, SwapsMoveServingPreviousAndCandidate) {
   auto reg = open_registry();
   ASSERT_TRUE(reg->upsert_base_model(base_model("v1", BaseModelState::kCandidate)).is_ok());
   ASSERT_TRUE(reg->upsert_base_model(base_model("v2", BaseModelState::kCandidate)).is_ok());
@@ -510,7 +515,7 @@ TEST_F(RegistryTest, SwapsMoveServingPreviousAndCandidate) {
   EXPECT_STATUS(reg->list_swaps(0).status(), StatusCode::kInvalidArgument, "limit 0");
 }
 
-TEST_F(RegistryTest, SwapLeavesExactlyOneServingBase) {
+TEST_P(RegistryBackendsTest, SwapLeavesExactlyOneServingBase) {
   auto reg = open_registry();
   // upsert_base_model writes states as given: here two bases claim to serve.
   ASSERT_TRUE(reg->upsert_base_model(base_model("a")).is_ok());
@@ -527,7 +532,7 @@ TEST_F(RegistryTest, SwapLeavesExactlyOneServingBase) {
   EXPECT_EQ(reg->list_swaps()->size(), 3u);
 }
 
-TEST_F(RegistryTest, SwapIsRefusedForUnservableBasesAndMalformedRecords) {
+TEST_P(RegistryBackendsTest, SwapIsRefusedForUnservableBasesAndMalformedRecords) {
   auto reg = open_registry();
   ASSERT_TRUE(reg->upsert_base_model(base_model("live")).is_ok());
   ASSERT_TRUE(reg->upsert_base_model(base_model("loading", BaseModelState::kLoading)).is_ok());
@@ -560,7 +565,7 @@ TEST_F(RegistryTest, SwapIsRefusedForUnservableBasesAndMalformedRecords) {
   EXPECT_TRUE(reg->list_swaps()->empty());
 }
 
-TEST_F(RegistryTest, SetBaseStateRefusesServingAndKeepsErrorOnlyForFailed) {
+TEST_P(RegistryBackendsTest, SetBaseStateRefusesServingAndKeepsErrorOnlyForFailed) {
   auto reg = open_registry();
   ASSERT_TRUE(reg->upsert_base_model(base_model("v1")).is_ok());
   ASSERT_TRUE(reg->upsert_base_model(base_model("v2", BaseModelState::kLoading)).is_ok());
@@ -595,6 +600,8 @@ TEST_F(RegistryTest, MissingDirectoryIsAnIoErrorNamingThePath) {
   auto reg = Registry::open(bad);
   EXPECT_STATUS(reg.status(), StatusCode::kIoError, bad);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, RegistryBackendsTest, testing::kBothBackends, testing::backend_name);
 
 }  // namespace
 }  // namespace loragate

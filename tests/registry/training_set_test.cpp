@@ -7,15 +7,17 @@
 #include <nlohmann/json.hpp>
 
 #include "registry/registry.h"
+#include "tests/registry/pg_server.h"
 #include "tests/registry/registry_fixtures.h"
 
 namespace loragate::testing {
 namespace {
 
-class TrainingSetTest : public TempDirTest {
+class TrainingSetTest : public OnBothBackends<RegistryLocationTest> {
  protected:
   void SetUp() override {
-    TempDirTest::SetUp();
+    OnBothBackends::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     open_registry();
     ASSERT_TRUE(reg_->upsert_base_model(base_model("v1")).is_ok());
     ASSERT_TRUE(reg_->upsert_base_model(base_model("v2", BaseModelState::kCandidate)).is_ok());
@@ -26,7 +28,7 @@ class TrainingSetTest : public TempDirTest {
   }
   void open_registry() {
     reg_.reset();
-    auto reg = Registry::open(path("registry.db"));
+    auto reg = Registry::open(location("registry.db"));
     ASSERT_TRUE(reg.is_ok()) << reg.status().to_string();
     reg_ = std::move(reg).value();
   }
@@ -43,7 +45,7 @@ class TrainingSetTest : public TempDirTest {
   std::unique_ptr<Registry> reg_;
 };
 
-TEST_F(TrainingSetTest, RoundTripsPerScenarioNameAcrossReopening) {
+TEST_P(TrainingSetTest, RoundTripsPerScenarioNameAcrossReopening) {
   auto stored = reg_->set_training_set(training("mia", "mia.jsonl", R"({"steps": 5, "lora": {"rank": 4}})"));
   ASSERT_TRUE(stored.is_ok()) << stored.status().to_string();
   EXPECT_EQ(stored->path, "/data/mia.jsonl");
@@ -67,7 +69,7 @@ TEST_F(TrainingSetTest, RoundTripsPerScenarioNameAcrossReopening) {
   EXPECT_EQ((*all)[0].sha256, sha256_hex("mia-v2.jsonl"));
 }
 
-TEST_F(TrainingSetTest, RefusesUnknownScenariosAndMalformedRecords) {
+TEST_P(TrainingSetTest, RefusesUnknownScenariosAndMalformedRecords) {
   EXPECT_STATUS(reg_->set_training_set(training("cat", "cat.jsonl")).status(), StatusCode::kNotFound,
                 "no base has a scenario of that name");
   EXPECT_STATUS(reg_->get_training_set("mia").status(), StatusCode::kNotFound, "has no training set");
@@ -84,13 +86,16 @@ TEST_F(TrainingSetTest, RefusesUnknownScenariosAndMalformedRecords) {
   EXPECT_TRUE(reg_->list_training_sets()->empty());
 }
 
-TEST_F(TrainingSetTest, GoesWithTheLastScenarioOfItsName) {
+TEST_P(TrainingSetTest, GoesWithTheLastScenarioOfItsName) {
   ASSERT_TRUE(reg_->set_training_set(training("mia", "mia.jsonl")).is_ok());
   ASSERT_TRUE(reg_->remove_scenario("mia", "v1").is_ok());
   EXPECT_TRUE(reg_->get_training_set("mia").is_ok()) << "v2 still has scenario mia";
   ASSERT_TRUE(reg_->remove_scenario("mia", "v2").is_ok());
   EXPECT_EQ(reg_->get_training_set("mia").status().code(), StatusCode::kNotFound);
 }
+
+
+INSTANTIATE_TEST_SUITE_P(Backends, TrainingSetTest, kBothBackends, backend_name);
 
 }  // namespace
 }  // namespace loragate::testing

@@ -7,15 +7,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/registry/pg_server.h"
 #include "tests/registry/registry_fixtures.h"
 
 namespace loragate::testing {
 namespace {
 
-class UpgradeStoreTest : public TempDirTest {
+class UpgradeStoreTest : public OnBothBackends<RegistryLocationTest> {
  protected:
   std::unique_ptr<UpgradeStore> open_store() {
-    auto store = UpgradeStore::open(path("registry.db"));
+    auto store = UpgradeStore::open(location("registry.db"));
     EXPECT_TRUE(store.is_ok()) << store.status().to_string();
     return store.is_ok() ? std::move(store).value() : nullptr;
   }
@@ -29,7 +30,7 @@ class UpgradeStoreTest : public TempDirTest {
   }
 };
 
-TEST_F(UpgradeStoreTest, StoresEveryStepAndListsNewestFirst) {
+TEST_P(UpgradeStoreTest, StoresEveryStepAndListsNewestFirst) {
   auto store = open_store();
   ASSERT_NE(store, nullptr);
   auto id = store->add(upgrade_of("good"));
@@ -73,7 +74,7 @@ TEST_F(UpgradeStoreTest, StoresEveryStepAndListsNewestFirst) {
   EXPECT_STATUS(store->get(999).status(), StatusCode::kNotFound, "upgrade 999");
 }
 
-TEST_F(UpgradeStoreTest, ARestartShowsRunningUpgradesInterrupted) {
+TEST_P(UpgradeStoreTest, ARestartShowsRunningUpgradesInterrupted) {
   int64_t running = 0, done = 0;
   {
     auto store = open_store();
@@ -93,6 +94,9 @@ TEST_F(UpgradeStoreTest, ARestartShowsRunningUpgradesInterrupted) {
   EXPECT_EQ(store->get(done).value().state, "promoted");
   EXPECT_EQ(store->mark_interrupted().value(), 0);
 }
+
+
+INSTANTIATE_TEST_SUITE_P(Backends, UpgradeStoreTest, kBothBackends, backend_name);
 
 }  // namespace
 }  // namespace loragate::testing

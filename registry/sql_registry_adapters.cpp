@@ -1,4 +1,4 @@
-// SqliteRegistry: adapters per base (add, get, list, state, remove) and the
+// SqlRegistry: adapters per base (add, get, list, state, remove) and the
 // checks that keep scenarios pointing at existing adapters.
 #include <chrono>
 #include <mutex>
@@ -8,12 +8,12 @@
 
 #include "registry/registry.h"
 #include "registry/schema.h"
-#include "registry/sqlite_db.h"
-#include "registry/sqlite_registry.h"
+#include "registry/sql_connection.h"
+#include "registry/sql_registry.h"
 
 namespace loragate::registry_detail {
 
-Result<AdapterRecord> SqliteRegistry::find_adapter(const std::string& name, const std::string& base_model) {
+Result<AdapterRecord> SqlRegistry::find_adapter(const std::string& name, const std::string& base_model) {
   LG_ASSIGN_OR_RETURN(Statement q, db_->prepare(std::string("SELECT ") + kAdapterColumns +
                                                 " FROM adapters WHERE name = ?1 AND base_model = ?2"));
   q.bind(1, name).bind(2, base_model);
@@ -24,7 +24,7 @@ Result<AdapterRecord> SqliteRegistry::find_adapter(const std::string& name, cons
   return read_adapter(q);
 }
 
-Result<std::string> SqliteRegistry::other_bases_with_adapter(const std::string& name,
+Result<std::string> SqlRegistry::other_bases_with_adapter(const std::string& name,
                                                              const std::string& base_model) {
   LG_ASSIGN_OR_RETURN(Statement q, db_->prepare("SELECT base_model FROM adapters WHERE name = ?1 AND base_model != ?2"
                                                 " ORDER BY base_model"));
@@ -38,7 +38,7 @@ Result<std::string> SqliteRegistry::other_bases_with_adapter(const std::string& 
   }
 }
 
-Status SqliteRegistry::check_adapter_unused(const std::string& name, const std::string& base_model,
+Status SqlRegistry::check_adapter_unused(const std::string& name, const std::string& base_model,
                                             const std::string& doing) {
   LG_RETURN_IF_ERROR(find_adapter(name, base_model).status());
   LG_ASSIGN_OR_RETURN(Statement q, db_->prepare("SELECT name FROM scenarios WHERE adapter = ?1 AND base_model = ?2"
@@ -57,7 +57,7 @@ Status SqliteRegistry::check_adapter_unused(const std::string& name, const std::
                                   " uses it; point the scenario at another adapter or remove it first");
 }
 
-Result<AdapterRecord> SqliteRegistry::add_adapter(const AdapterRecord& record) {
+Result<AdapterRecord> SqlRegistry::add_adapter(const AdapterRecord& record) {
   LG_RETURN_IF_ERROR(validate(record));
   const std::string doing =
       "cannot add adapter " + in_quotes(record.name) + " to base model " + in_quotes(record.base_model);
@@ -91,16 +91,16 @@ Result<AdapterRecord> SqliteRegistry::add_adapter(const AdapterRecord& record) {
       .bind(10, now);
   LG_RETURN_IF_ERROR(insert.run());
   LG_ASSIGN_OR_RETURN(AdapterRecord stored, find_adapter(record.name, record.base_model));
-  LG_RETURN_IF_ERROR(txn.commit());
+  LG_RETURN_IF_ERROR(commit_change(txn));
   return stored;
 }
 
-Result<AdapterRecord> SqliteRegistry::get_adapter(const std::string& name, const std::string& base_model) {
+Result<AdapterRecord> SqlRegistry::get_adapter(const std::string& name, const std::string& base_model) {
   std::lock_guard lock(mu_);
   return find_adapter(name, base_model);
 }
 
-Result<std::vector<AdapterRecord>> SqliteRegistry::list_adapters(const std::string& base_model) {
+Result<std::vector<AdapterRecord>> SqlRegistry::list_adapters(const std::string& base_model) {
   std::lock_guard lock(mu_);
   LG_ASSIGN_OR_RETURN(Statement q,
                       db_->prepare(std::string("SELECT ") + kAdapterColumns +
@@ -115,7 +115,7 @@ Result<std::vector<AdapterRecord>> SqliteRegistry::list_adapters(const std::stri
   }
 }
 
-Status SqliteRegistry::set_adapter_state(const std::string& name, const std::string& base_model,
+Status SqlRegistry::set_adapter_state(const std::string& name, const std::string& base_model,
                                          AdapterState state) {
   std::lock_guard lock(mu_);
   LG_ASSIGN_OR_RETURN(Transaction txn, Transaction::begin(*db_));
@@ -129,17 +129,17 @@ Status SqliteRegistry::set_adapter_state(const std::string& name, const std::str
   if (db_->changes() == 0) {
     return Status::not_found("adapter " + in_quotes(name) + " not found on base model " + in_quotes(base_model));
   }
-  return txn.commit();
+  return commit_change(txn);
 }
 
-Status SqliteRegistry::remove_adapter(const std::string& name, const std::string& base_model) {
+Status SqlRegistry::remove_adapter(const std::string& name, const std::string& base_model) {
   std::lock_guard lock(mu_);
   LG_ASSIGN_OR_RETURN(Transaction txn, Transaction::begin(*db_));
   LG_RETURN_IF_ERROR(check_adapter_unused(name, base_model, "remove"));
   LG_ASSIGN_OR_RETURN(Statement del, db_->prepare("DELETE FROM adapters WHERE name = ?1 AND base_model = ?2"));
   del.bind(1, name).bind(2, base_model);
   LG_RETURN_IF_ERROR(del.run());
-  return txn.commit();
+  return commit_change(txn);
 }
 
 }  // namespace loragate::registry_detail

@@ -1,15 +1,15 @@
-// SqliteRegistry: the scenarios' training sets (set, get, list). One row per
+// SqlRegistry: the scenarios' training sets (set, get, list). One row per
 // scenario name in scenario_training (schema.h migration 5); removing the
-// last scenario of a name removes its row (sqlite_registry_scenarios.cpp).
+// last scenario of a name removes its row (sql_registry_scenarios.cpp).
 #include <mutex>
 
 #include "registry/registry.h"
-#include "registry/sqlite_db.h"
-#include "registry/sqlite_registry.h"
+#include "registry/sql_connection.h"
+#include "registry/sql_registry.h"
 
 namespace loragate::registry_detail {
 
-TrainingSetRecord SqliteRegistry::read_training_set(const Statement& row) {
+TrainingSetRecord SqlRegistry::read_training_set(const Statement& row) {
   TrainingSetRecord r;
   r.scenario = row.column_text(0);
   r.path = row.column_text(1);
@@ -20,7 +20,7 @@ TrainingSetRecord SqliteRegistry::read_training_set(const Statement& row) {
   return r;
 }
 
-Result<TrainingSetRecord> SqliteRegistry::find_training_set(const std::string& scenario) {
+Result<TrainingSetRecord> SqlRegistry::find_training_set(const std::string& scenario) {
   LG_ASSIGN_OR_RETURN(Statement q, db_->prepare(std::string("SELECT ") + kTrainingSetColumns +
                                                 " FROM scenario_training WHERE scenario = ?1"));
   q.bind(1, scenario);
@@ -32,7 +32,7 @@ Result<TrainingSetRecord> SqliteRegistry::find_training_set(const std::string& s
   return read_training_set(q);
 }
 
-Result<TrainingSetRecord> SqliteRegistry::set_training_set(const TrainingSetRecord& record) {
+Result<TrainingSetRecord> SqlRegistry::set_training_set(const TrainingSetRecord& record) {
   LG_RETURN_IF_ERROR(validate(record));
   std::lock_guard lock(mu_);
   LG_ASSIGN_OR_RETURN(Transaction txn, Transaction::begin(*db_));
@@ -52,16 +52,16 @@ Result<TrainingSetRecord> SqliteRegistry::set_training_set(const TrainingSetReco
   upsert.bind(1, record.scenario).bind(2, record.path).bind(3, record.sha256).bind(4, record.config).bind(5, unix_now());
   LG_RETURN_IF_ERROR(upsert.run());
   LG_ASSIGN_OR_RETURN(TrainingSetRecord stored, find_training_set(record.scenario));
-  LG_RETURN_IF_ERROR(txn.commit());
+  LG_RETURN_IF_ERROR(commit_change(txn));
   return stored;
 }
 
-Result<TrainingSetRecord> SqliteRegistry::get_training_set(const std::string& scenario) {
+Result<TrainingSetRecord> SqlRegistry::get_training_set(const std::string& scenario) {
   std::lock_guard lock(mu_);
   return find_training_set(scenario);
 }
 
-Result<std::vector<TrainingSetRecord>> SqliteRegistry::list_training_sets() {
+Result<std::vector<TrainingSetRecord>> SqlRegistry::list_training_sets() {
   std::lock_guard lock(mu_);
   LG_ASSIGN_OR_RETURN(Statement q, db_->prepare(std::string("SELECT ") + kTrainingSetColumns +
                                                 " FROM scenario_training ORDER BY scenario"));

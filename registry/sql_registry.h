@@ -1,14 +1,18 @@
-// SqliteRegistry: the Registry on one SQLite file (see registry.h, schema.h).
+// SqlRegistry: the Registry on one SQL connection (sql_connection.h), SQLite
+// or PostgreSQL (see registry.h; schemas in schema.h and pg_schema.h).
 // Internal to registry/: Registry::open() makes one. Its methods live by job:
-// sqlite_registry.cpp (row readers, opening), sqlite_registry_bases.cpp (base
-// models, swaps), sqlite_registry_adapters.cpp, sqlite_registry_scenarios.cpp,
-// sqlite_registry_training.cpp (the scenarios' training sets),
-// sqlite_registry_fleet.cpp (replicas, rollouts, the change wait).
+// sql_registry.cpp (row readers, opening), sql_registry_bases.cpp (base
+// models, swaps), sql_registry_adapters.cpp, sql_registry_scenarios.cpp,
+// sql_registry_training.cpp (the scenarios' training sets),
+// sql_registry_fleet.cpp (replicas, rollouts, the change wait).
 //
-// One connection, guarded by mu_: SQLite's own FULLMUTEX would serialise
-// single calls but not keep a multi-statement transaction, or the error text
-// of a failed call, to one thread. Registry traffic is admin routes and
-// start-up, so one connection is plenty.
+// One connection, guarded by mu_: it keeps a multi-statement transaction, and
+// the error text of a failed call, to one thread. Registry traffic is admin
+// routes, heartbeats and start-up, so one connection is plenty. Writers in
+// other processes (replicas) are serialised by the database: SQLite's write
+// lock, PostgreSQL's advisory lock taken by every write transaction.
+// wait_for_change has its own connection on PostgreSQL (listener_, which
+// locks itself) and so never holds mu_ while it waits.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +22,8 @@
 #include <vector>
 
 #include "registry/registry.h"
-#include "registry/sqlite_db.h"
+#include "registry/pg_listener.h"
+#include "registry/sql_connection.h"
 
 namespace loragate::registry_detail {
 
@@ -39,9 +44,11 @@ int64_t unix_now();
 // 's', built by appends: GCC 12 misreports "'" + s as an overlapping memcpy.
 std::string in_quotes(const std::string& s);
 
-class SqliteRegistry final : public Registry {
+class SqlRegistry final : public Registry {
  public:
-  explicit SqliteRegistry(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+  // `listener` is null on SQLite, whose wait_for_change polls the connection.
+  SqlRegistry(std::unique_ptr<SqlConnection> db, std::unique_ptr<PgChangeListener> listener)
+      : db_(std::move(db)), listener_(std::move(listener)) {}
 
   Result<BaseModelRecord> upsert_base_model(const BaseModelRecord& record) override;
   Result<BaseModelRecord> get_base_model(const std::string& name) override;
@@ -95,16 +102,20 @@ class SqliteRegistry final : public Registry {
   // not_found unless adapter (name, base_model) exists; invalid_argument
   // naming every scenario of that base that uses it when there is one.
   Status check_adapter_unused(const std::string& name, const std::string& base_model, const std::string& doing);
+  // Commits a write that may change what a replica serves: notifies the
+  // listeners (PostgreSQL) and counts it for SQLite's wait_for_change.
+  Status commit_change(Transaction& txn);
   // The bases other than `base_model` that hold an adapter called `name`,
   // quoted and comma-separated ("" when none): a hint for not_found messages.
   Result<std::string> other_bases_with_adapter(const std::string& name, const std::string& base_model);
 
   std::mutex mu_;
-  std::unique_ptr<SqliteDb> db_;  // guarded by mu_
-  // What wait_for_change saw last: SQLite's data_version (commits of other
-  // connections) and this connection's total changes less its heartbeats'.
+  std::unique_ptr<SqlConnection> db_;  // guarded by mu_
+  std::unique_ptr<PgChangeListener> listener_;  // PostgreSQL only; locks itself
+  // SQLite's wait_for_change: what it saw last of data_version (commits of
+  // other connections) and of own_changes_ (this registry's commit_change calls).
   int64_t seen_data_version_ = -1, seen_own_changes_ = -1;  // guarded by mu_
-  int64_t heartbeat_changes_ = 0;                           // guarded by mu_
+  int64_t own_changes_ = 0;                                 // guarded by mu_
 };
 
 }  // namespace loragate::registry_detail

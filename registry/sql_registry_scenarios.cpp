@@ -1,4 +1,4 @@
-// SqliteRegistry: scenarios (set, remove, list, resolve to an adapter).
+// SqlRegistry: scenarios (set, remove, list, resolve to an adapter).
 #include <chrono>
 #include <mutex>
 #include <utility>
@@ -7,12 +7,12 @@
 
 #include "registry/registry.h"
 #include "registry/schema.h"
-#include "registry/sqlite_db.h"
-#include "registry/sqlite_registry.h"
+#include "registry/sql_connection.h"
+#include "registry/sql_registry.h"
 
 namespace loragate::registry_detail {
 
-Result<ScenarioRecord> SqliteRegistry::set_scenario(const std::string& name, const std::string& base_model,
+Result<ScenarioRecord> SqlRegistry::set_scenario(const std::string& name, const std::string& base_model,
                                                     const std::string& adapter) {
   LG_RETURN_IF_ERROR(validate_name("scenario name", name, /*allow_slash=*/false));
   LG_RETURN_IF_ERROR(validate_name("base model name", base_model, /*allow_slash=*/true));
@@ -46,11 +46,11 @@ Result<ScenarioRecord> SqliteRegistry::set_scenario(const std::string& name, con
   LG_ASSIGN_OR_RETURN(const bool found, q.step());
   if (!found) return Status::internal("scenario " + in_quotes(name) + " vanished inside its own transaction");
   ScenarioRecord stored = read_scenario(q);
-  LG_RETURN_IF_ERROR(txn.commit());
+  LG_RETURN_IF_ERROR(commit_change(txn));
   return stored;
 }
 
-Status SqliteRegistry::remove_scenario(const std::string& name, const std::string& base_model) {
+Status SqlRegistry::remove_scenario(const std::string& name, const std::string& base_model) {
   std::lock_guard lock(mu_);
   LG_ASSIGN_OR_RETURN(Transaction txn, Transaction::begin(*db_));
   LG_ASSIGN_OR_RETURN(Statement del, db_->prepare("DELETE FROM scenarios WHERE name = ?1 AND base_model = ?2"));
@@ -65,10 +65,10 @@ Status SqliteRegistry::remove_scenario(const std::string& name, const std::strin
                                    " AND NOT EXISTS (SELECT 1 FROM scenarios WHERE name = ?1)"));
   orphan.bind(1, name);
   LG_RETURN_IF_ERROR(orphan.run());
-  return txn.commit();
+  return commit_change(txn);
 }
 
-Result<std::vector<ScenarioRecord>> SqliteRegistry::list_scenarios(const std::string& base_model) {
+Result<std::vector<ScenarioRecord>> SqlRegistry::list_scenarios(const std::string& base_model) {
   std::lock_guard lock(mu_);
   LG_ASSIGN_OR_RETURN(Statement q,
                       db_->prepare(std::string("SELECT ") + kScenarioColumns +
@@ -82,7 +82,7 @@ Result<std::vector<ScenarioRecord>> SqliteRegistry::list_scenarios(const std::st
   }
 }
 
-Result<std::string> SqliteRegistry::resolve_scenario(const std::string& name, const std::string& base_model) {
+Result<std::string> SqlRegistry::resolve_scenario(const std::string& name, const std::string& base_model) {
   std::lock_guard lock(mu_);
   LG_ASSIGN_OR_RETURN(Statement q, db_->prepare("SELECT adapter FROM scenarios WHERE name = ?1 AND base_model = ?2"));
   q.bind(1, name).bind(2, base_model);

@@ -1,4 +1,4 @@
-// SqliteRegistry: base models (upsert, get, list, state) and the swap log.
+// SqlRegistry: base models (upsert, get, list, state) and the swap log.
 #include <chrono>
 #include <mutex>
 #include <utility>
@@ -7,12 +7,12 @@
 
 #include "registry/registry.h"
 #include "registry/schema.h"
-#include "registry/sqlite_db.h"
-#include "registry/sqlite_registry.h"
+#include "registry/sql_connection.h"
+#include "registry/sql_registry.h"
 
 namespace loragate::registry_detail {
 
-Result<BaseModelRecord> SqliteRegistry::find_base_model(const std::string& name) {
+Result<BaseModelRecord> SqlRegistry::find_base_model(const std::string& name) {
   LG_ASSIGN_OR_RETURN(Statement q, db_->prepare(std::string("SELECT ") + kBaseModelColumns +
                                                 " FROM base_models WHERE name = ?1"));
   q.bind(1, name);
@@ -21,7 +21,7 @@ Result<BaseModelRecord> SqliteRegistry::find_base_model(const std::string& name)
   return read_base_model(q);
 }
 
-Result<BaseModelRecord> SqliteRegistry::upsert_base_model(const BaseModelRecord& record) {
+Result<BaseModelRecord> SqlRegistry::upsert_base_model(const BaseModelRecord& record) {
   LG_RETURN_IF_ERROR(validate(record));
   std::lock_guard lock(mu_);
   LG_ASSIGN_OR_RETURN(Transaction txn, Transaction::begin(*db_));
@@ -42,16 +42,16 @@ Result<BaseModelRecord> SqliteRegistry::upsert_base_model(const BaseModelRecord&
       .bind(7, now);
   LG_RETURN_IF_ERROR(upsert.run());
   LG_ASSIGN_OR_RETURN(BaseModelRecord stored, find_base_model(record.name));
-  LG_RETURN_IF_ERROR(txn.commit());
+  LG_RETURN_IF_ERROR(commit_change(txn));
   return stored;
 }
 
-Result<BaseModelRecord> SqliteRegistry::get_base_model(const std::string& name) {
+Result<BaseModelRecord> SqlRegistry::get_base_model(const std::string& name) {
   std::lock_guard lock(mu_);
   return find_base_model(name);
 }
 
-Result<std::vector<BaseModelRecord>> SqliteRegistry::list_base_models() {
+Result<std::vector<BaseModelRecord>> SqlRegistry::list_base_models() {
   std::lock_guard lock(mu_);
   LG_ASSIGN_OR_RETURN(Statement q,
                       db_->prepare(std::string("SELECT ") + kBaseModelColumns + " FROM base_models ORDER BY name"));
@@ -64,7 +64,7 @@ Result<std::vector<BaseModelRecord>> SqliteRegistry::list_base_models() {
   }
 }
 
-Status SqliteRegistry::set_base_state(const std::string& name, BaseModelState state, const std::string& error) {
+Status SqlRegistry::set_base_state(const std::string& name, BaseModelState state, const std::string& error) {
   if (state == BaseModelState::kServing) {
     return Status::invalid_argument("cannot set base model " + in_quotes(name) +
                                     " to serving directly: a base starts serving only through a swap "
@@ -80,10 +80,10 @@ Status SqliteRegistry::set_base_state(const std::string& name, BaseModelState st
       .bind(4, unix_now());
   LG_RETURN_IF_ERROR(update.run());
   if (db_->changes() == 0) return Status::not_found("base model " + in_quotes(name) + " is not registered");
-  return txn.commit();
+  return commit_change(txn);
 }
 
-Result<SwapRecord> SqliteRegistry::record_swap(const SwapRecord& swap) {
+Result<SwapRecord> SqlRegistry::record_swap(const SwapRecord& swap) {
   LG_RETURN_IF_ERROR(validate(swap));
   const std::string doing = "cannot swap to base model " + in_quotes(swap.to_base);
   std::lock_guard lock(mu_);
@@ -124,8 +124,9 @@ Result<SwapRecord> SqliteRegistry::record_swap(const SwapRecord& swap) {
     LG_RETURN_IF_ERROR(promote.run());
   }
   LG_ASSIGN_OR_RETURN(Statement insert,
-                      db_->prepare("INSERT INTO base_swaps (at, actor, from_base, to_base, kind, forced, note)"
-                                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+                      db_->prepare(std::string("INSERT INTO base_swaps (at, actor, from_base, to_base, kind, forced, note)"
+                                               " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING ") +
+                                   kSwapColumns));
   insert.bind(1, now)
       .bind(2, swap.actor)
       .bind(3, swap.from_base)
@@ -133,17 +134,15 @@ Result<SwapRecord> SqliteRegistry::record_swap(const SwapRecord& swap) {
       .bind(5, swap.kind)
       .bind(6, int64_t{swap.forced ? 1 : 0})
       .bind(7, swap.note);
-  LG_RETURN_IF_ERROR(insert.run());
-  LG_ASSIGN_OR_RETURN(Statement q, db_->prepare(std::string("SELECT ") + kSwapColumns +
-                                                " FROM base_swaps WHERE id = last_insert_rowid()"));
-  LG_ASSIGN_OR_RETURN(const bool found, q.step());
-  if (!found) return Status::internal(doing + ": the swap row vanished inside its own transaction");
-  LG_ASSIGN_OR_RETURN(SwapRecord stored, read_swap(q));
-  LG_RETURN_IF_ERROR(txn.commit());
+  LG_ASSIGN_OR_RETURN(const bool found, insert.step());
+  if (!found) return Status::internal(doing + ": INSERT INTO base_swaps returned no row");
+  LG_ASSIGN_OR_RETURN(SwapRecord stored, read_swap(insert));
+  insert.reset();  // done with the INSERT before the transaction ends
+  LG_RETURN_IF_ERROR(commit_change(txn));
   return stored;
 }
 
-Result<std::vector<SwapRecord>> SqliteRegistry::list_swaps(int64_t limit) {
+Result<std::vector<SwapRecord>> SqlRegistry::list_swaps(int64_t limit) {
   if (limit < 1) return Status::invalid_argument("list_swaps: limit " + std::to_string(limit) + " is not >= 1");
   std::lock_guard lock(mu_);
   LG_ASSIGN_OR_RETURN(Statement q, db_->prepare(std::string("SELECT ") + kSwapColumns +

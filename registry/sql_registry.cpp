@@ -1,15 +1,17 @@
-// SqliteRegistry's row readers and the opening of a registry file (PRAGMAs,
-// migrations); the class itself is in sqlite_registry.h.
+// SqlRegistry's row readers, commit_change and Registry::open; the class
+// itself is in sql_registry.h, the opening of its database in
+// registry_connection.h.
 #include <chrono>
 #include <mutex>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
+#include "registry/pg_listener.h"
 #include "registry/registry.h"
-#include "registry/schema.h"
-#include "registry/sqlite_db.h"
-#include "registry/sqlite_registry.h"
+#include "registry/registry_connection.h"
+#include "registry/sql_connection.h"
+#include "registry/sql_registry.h"
 
 namespace loragate {
 namespace registry_detail {
@@ -26,9 +28,16 @@ std::string in_quotes(const std::string& s) {
   return out;
 }
 
+Status SqlRegistry::commit_change(Transaction& txn) {
+  LG_RETURN_IF_ERROR(db_->notify_change());
+  LG_RETURN_IF_ERROR(txn.commit());
+  ++own_changes_;
+  return Status::ok();
+}
+
 // --- rows ---------------------------------------------------------------------
 
-Result<BaseModelRecord> SqliteRegistry::read_base_model(const Statement& row) const {
+Result<BaseModelRecord> SqlRegistry::read_base_model(const Statement& row) const {
   BaseModelRecord r;
   r.name = row.column_text(0);
   r.path = row.column_text(1);
@@ -44,7 +53,7 @@ Result<BaseModelRecord> SqliteRegistry::read_base_model(const Statement& row) co
   return r;
 }
 
-Result<AdapterRecord> SqliteRegistry::read_adapter(const Statement& row) const {
+Result<AdapterRecord> SqlRegistry::read_adapter(const Statement& row) const {
   AdapterRecord r;
   r.name = row.column_text(0);
   r.base_model = row.column_text(1);
@@ -70,7 +79,7 @@ Result<AdapterRecord> SqliteRegistry::read_adapter(const Statement& row) const {
   return r;
 }
 
-ScenarioRecord SqliteRegistry::read_scenario(const Statement& row) {
+ScenarioRecord SqlRegistry::read_scenario(const Statement& row) {
   ScenarioRecord r;
   r.name = row.column_text(0);
   r.base_model = row.column_text(1);
@@ -80,7 +89,7 @@ ScenarioRecord SqliteRegistry::read_scenario(const Statement& row) {
   return r;
 }
 
-Result<SwapRecord> SqliteRegistry::read_swap(const Statement& row) const {
+Result<SwapRecord> SqlRegistry::read_swap(const Statement& row) const {
   SwapRecord r;
   r.id = row.column_int64(0);
   r.at = row.column_int64(1);
@@ -100,45 +109,11 @@ Result<SwapRecord> SqliteRegistry::read_swap(const Statement& row) const {
 
 }  // namespace registry_detail
 
-namespace {
-
-// How long a write waits for another connection's (or process's) lock
-// before giving up with resource_exhausted.
-constexpr int kBusyTimeoutMs = 5000;
-
-// The text a one-row PRAGMA returns.
-Result<std::string> pragma_text(SqliteDb& db, const std::string& pragma) {
-  LG_ASSIGN_OR_RETURN(Statement q, db.prepare("PRAGMA " + pragma));
-  LG_ASSIGN_OR_RETURN(const bool row, q.step());
-  return row ? q.column_text(0) : std::string();
-}
-
-}  // namespace
-
-// Everything here but the busy timeout is the first read of the file.
-Status configure_registry_connection(SqliteDb& db) {
-  LG_RETURN_IF_ERROR(db.exec("PRAGMA busy_timeout = " + std::to_string(kBusyTimeoutMs)));
-  LG_ASSIGN_OR_RETURN(const std::string journal, pragma_text(db, "journal_mode = WAL"));
-  if (journal != "wal" && db.path() != ":memory:") {
-    return Status::io_error("cannot use write-ahead logging (journal_mode is " + registry_detail::in_quotes(journal) +
-                            "); is the file on a network file system?");
-  }
-  // FULL, not NORMAL: with WAL, NORMAL can lose the last commits on a power
-  // cut (never corrupting the file). Registry writes are rare admin calls
-  // that the client was told succeeded, so they pay one fsync per commit.
-  LG_RETURN_IF_ERROR(db.exec("PRAGMA synchronous = FULL"));
-  LG_RETURN_IF_ERROR(db.exec("PRAGMA foreign_keys = ON"));
-  LG_ASSIGN_OR_RETURN(const int64_t foreign_keys, db.query_int64("PRAGMA foreign_keys"));
-  if (foreign_keys != 1) return Status::unsupported("this SQLite library does not enforce foreign keys");
-  return Status::ok();
-}
-
 Result<std::unique_ptr<Registry>> Registry::open(const std::string& path) {
-  LG_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::open(path));
-  LG_RETURN_IF_ERROR(
-      configure_registry_connection(*db).with_context("cannot open registry " + registry_detail::in_quotes(path)));
-  LG_RETURN_IF_ERROR(migrate(*db));
-  return std::unique_ptr<Registry>(new registry_detail::SqliteRegistry(std::move(db)));
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<SqlConnection> db, open_registry_connection(path));
+  std::unique_ptr<PgChangeListener> listener;
+  if (is_postgres_url(path)) listener = std::make_unique<PgChangeListener>(path);
+  return std::unique_ptr<Registry>(new registry_detail::SqlRegistry(std::move(db), std::move(listener)));
 }
 
 }  // namespace loragate

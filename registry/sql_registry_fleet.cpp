@@ -1,13 +1,16 @@
-// SqliteRegistry: the fleet's rows — replicas (heartbeats, desired bases),
-// rollouts — and wait_for_change, which polls SQLite's data_version (bumped
-// by other connections' commits) and this connection's own change count.
+// SqlRegistry: the fleet's rows — replicas (heartbeats, desired bases),
+// rollouts — and wait_for_change: on PostgreSQL the listener's
+// notifications (pg_listener.h); on SQLite a poll of data_version (bumped by
+// other connections' commits) and this registry's own change count.
 #include <chrono>
 #include <mutex>
 #include <thread>
 
 #include "registry/registry.h"
+#include "registry/pg_listener.h"
+#include "registry/sql_connection.h"
 #include "registry/sqlite_db.h"
-#include "registry/sqlite_registry.h"
+#include "registry/sql_registry.h"
 
 namespace loragate::registry_detail {
 namespace {
@@ -23,7 +26,7 @@ constexpr int64_t kChangePollMs = 100;
 
 }  // namespace
 
-ReplicaRecord SqliteRegistry::read_replica(const Statement& row) {
+ReplicaRecord SqlRegistry::read_replica(const Statement& row) {
   ReplicaRecord r;
   r.url = row.column_text(0);
   r.serving = row.column_text(1);
@@ -35,7 +38,7 @@ ReplicaRecord SqliteRegistry::read_replica(const Statement& row) {
   return r;
 }
 
-RolloutRecord SqliteRegistry::read_rollout(const Statement& row) {
+RolloutRecord SqlRegistry::read_rollout(const Statement& row) {
   RolloutRecord r;
   r.id = row.column_int64(0);
   r.started_at = row.column_int64(1);
@@ -50,7 +53,7 @@ RolloutRecord SqliteRegistry::read_rollout(const Statement& row) {
   return r;
 }
 
-Result<ReplicaRecord> SqliteRegistry::find_replica(const std::string& url) {
+Result<ReplicaRecord> SqlRegistry::find_replica(const std::string& url) {
   LG_ASSIGN_OR_RETURN(Statement q,
                       db_->prepare(std::string("SELECT ") + kReplicaColumns + " FROM replicas WHERE url = ?1"));
   q.bind(1, url);
@@ -59,7 +62,7 @@ Result<ReplicaRecord> SqliteRegistry::find_replica(const std::string& url) {
   return read_replica(q);
 }
 
-Result<RolloutRecord> SqliteRegistry::find_rollout(int64_t id) {
+Result<RolloutRecord> SqlRegistry::find_rollout(int64_t id) {
   LG_ASSIGN_OR_RETURN(Statement q,
                       db_->prepare(std::string("SELECT ") + kRolloutColumns + " FROM rollouts WHERE id = ?1"));
   q.bind(1, id);
@@ -68,7 +71,7 @@ Result<RolloutRecord> SqliteRegistry::find_rollout(int64_t id) {
   return read_rollout(q);
 }
 
-Result<ReplicaRecord> SqliteRegistry::upsert_replica(const ReplicaRecord& record) {
+Result<ReplicaRecord> SqlRegistry::upsert_replica(const ReplicaRecord& record) {
   LG_RETURN_IF_ERROR(validate(record));
   std::lock_guard lock(mu_);
   LG_ASSIGN_OR_RETURN(Statement upsert,
@@ -79,12 +82,11 @@ Result<ReplicaRecord> SqliteRegistry::upsert_replica(const ReplicaRecord& record
                                    " started_at = excluded.started_at, last_seen = excluded.last_seen"));
   upsert.bind(1, record.url).bind(2, record.serving).bind(3, record.bases).bind(4, record.adapters);
   upsert.bind(5, record.started_at).bind(6, unix_now_ms());
-  LG_RETURN_IF_ERROR(upsert.run());
-  heartbeat_changes_ += db_->changes();  // not a change wait_for_change reports
+  LG_RETURN_IF_ERROR(upsert.run());  // no notify_change: heartbeats change nothing a replica serves
   return find_replica(record.url);
 }
 
-Result<std::vector<ReplicaRecord>> SqliteRegistry::list_replicas() {
+Result<std::vector<ReplicaRecord>> SqlRegistry::list_replicas() {
   std::lock_guard lock(mu_);
   LG_ASSIGN_OR_RETURN(Statement q,
                       db_->prepare(std::string("SELECT ") + kReplicaColumns + " FROM replicas ORDER BY url"));
@@ -96,28 +98,31 @@ Result<std::vector<ReplicaRecord>> SqliteRegistry::list_replicas() {
   }
 }
 
-Status SqliteRegistry::set_replica_desired_base(const std::string& url, const std::string& base) {
+Status SqlRegistry::set_replica_desired_base(const std::string& url, const std::string& base) {
   if (!base.empty()) LG_RETURN_IF_ERROR(validate_name("base model name", base, /*allow_slash=*/true));
   std::lock_guard lock(mu_);
+  LG_ASSIGN_OR_RETURN(Transaction txn, Transaction::begin(*db_));
   LG_ASSIGN_OR_RETURN(Statement update, db_->prepare("UPDATE replicas SET desired_base = ?2 WHERE url = ?1"));
   update.bind(1, url).bind(2, base);
   LG_RETURN_IF_ERROR(update.run());
   if (db_->changes() == 0) return Status::not_found("replica " + in_quotes(url) + " is not in the fleet");
-  return Status::ok();
+  return commit_change(txn);
 }
 
-Status SqliteRegistry::remove_replica(const std::string& url) {
+Status SqlRegistry::remove_replica(const std::string& url) {
   std::lock_guard lock(mu_);
+  LG_ASSIGN_OR_RETURN(Transaction txn, Transaction::begin(*db_));
   LG_ASSIGN_OR_RETURN(Statement del, db_->prepare("DELETE FROM replicas WHERE url = ?1"));
   del.bind(1, url);
   LG_RETURN_IF_ERROR(del.run());
   if (db_->changes() == 0) return Status::not_found("replica " + in_quotes(url) + " is not in the fleet");
-  return Status::ok();
+  return commit_change(txn);
 }
 
-Result<RolloutRecord> SqliteRegistry::add_rollout(const RolloutRecord& record) {
+Result<RolloutRecord> SqlRegistry::add_rollout(const RolloutRecord& record) {
   LG_RETURN_IF_ERROR(validate(record));
   std::lock_guard lock(mu_);
+  LG_ASSIGN_OR_RETURN(Transaction txn, Transaction::begin(*db_));
   LG_ASSIGN_OR_RETURN(Statement insert,
                       db_->prepare("INSERT INTO rollouts (started_at, updated_at, kind, from_base, to_base,"
                                    " coordinator, state, steps, error) VALUES (?1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
@@ -128,12 +133,15 @@ Result<RolloutRecord> SqliteRegistry::add_rollout(const RolloutRecord& record) {
   if (!row) return Status::internal("INSERT INTO rollouts returned no id");
   const int64_t id = insert.column_int64(0);
   insert.reset();  // done with the INSERT before reading the row back
-  return find_rollout(id);
+  LG_ASSIGN_OR_RETURN(RolloutRecord stored, find_rollout(id));
+  LG_RETURN_IF_ERROR(commit_change(txn));
+  return stored;
 }
 
-Status SqliteRegistry::update_rollout(const RolloutRecord& record) {
+Status SqlRegistry::update_rollout(const RolloutRecord& record) {
   LG_RETURN_IF_ERROR(validate(record));
   std::lock_guard lock(mu_);
+  LG_ASSIGN_OR_RETURN(Transaction txn, Transaction::begin(*db_));
   LG_ASSIGN_OR_RETURN(Statement update,
                       db_->prepare("UPDATE rollouts SET updated_at = ?2, kind = ?3, from_base = ?4, to_base = ?5,"
                                    " coordinator = ?6, state = ?7, steps = ?8, error = ?9 WHERE id = ?1"));
@@ -142,15 +150,15 @@ Status SqliteRegistry::update_rollout(const RolloutRecord& record) {
   update.bind(9, record.error);
   LG_RETURN_IF_ERROR(update.run());
   if (db_->changes() == 0) return Status::not_found("rollout " + std::to_string(record.id) + " not found");
-  return Status::ok();
+  return commit_change(txn);
 }
 
-Result<RolloutRecord> SqliteRegistry::get_rollout(int64_t id) {
+Result<RolloutRecord> SqlRegistry::get_rollout(int64_t id) {
   std::lock_guard lock(mu_);
   return find_rollout(id);
 }
 
-Result<std::vector<RolloutRecord>> SqliteRegistry::list_rollouts(int64_t limit) {
+Result<std::vector<RolloutRecord>> SqlRegistry::list_rollouts(int64_t limit) {
   if (limit < 1) return Status::invalid_argument("rollout list limit " + std::to_string(limit) + " is not >= 1");
   std::lock_guard lock(mu_);
   LG_ASSIGN_OR_RETURN(Statement q, db_->prepare(std::string("SELECT ") + kRolloutColumns +
@@ -164,17 +172,19 @@ Result<std::vector<RolloutRecord>> SqliteRegistry::list_rollouts(int64_t limit) 
   }
 }
 
-Result<bool> SqliteRegistry::wait_for_change(int64_t timeout_ms) {
+Result<bool> SqlRegistry::wait_for_change(int64_t timeout_ms) {
+  if (listener_ != nullptr) return listener_->wait(timeout_ms);
+  auto* sqlite = dynamic_cast<SqliteDb*>(db_.get());
+  if (sqlite == nullptr) return Status::internal("wait_for_change: a registry with neither a listener nor SQLite");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
     {
       std::lock_guard lock(mu_);
-      LG_ASSIGN_OR_RETURN(const int64_t version, db_->query_int64("PRAGMA data_version"));
-      const int64_t own = db_->total_changes() - heartbeat_changes_;
+      LG_ASSIGN_OR_RETURN(const int64_t version, sqlite->query_int64("PRAGMA data_version"));
       const bool first = seen_data_version_ < 0;
-      const bool changed = !first && (version != seen_data_version_ || own != seen_own_changes_);
+      const bool changed = !first && (version != seen_data_version_ || own_changes_ != seen_own_changes_);
       seen_data_version_ = version;
-      seen_own_changes_ = own;
+      seen_own_changes_ = own_changes_;
       if (changed) return true;
     }
     if (std::chrono::steady_clock::now() >= deadline) return false;
