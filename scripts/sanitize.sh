@@ -61,14 +61,15 @@ if [ "$job" = asan ]; then
   ctest_args=(-E "$exclude")
 else
   # The concurrency tests: the compute pool, engine loop and its compute gate,
-  # the gateway, the registry under concurrent writers, the adapter cache, the
-  # base set (swap).
-  targets=(lg_kernels_tests lg_engine_tests lg_gateway_tests lg_registry_tests lg_adapters_tests lg_bases_tests)
+  # the gateway, the registry under concurrent writers (SQLite and
+  # PostgreSQL), the adapter cache, the base set (swap), the fleet's member thread.
+  targets=(lg_kernels_tests lg_engine_tests lg_gateway_tests lg_registry_tests lg_adapters_tests lg_bases_tests lg_fleet_tests)
   cmake --build "$dir" -j "$jobs" --target "${targets[@]}"
   step "built ${targets[*]}"
   # Every suite of the gateway and bases binaries (all of them run the server
   # or the base set with its threads), and the concurrency suites of the others.
-  suites=(ThreadPoolTest EngineLoopTest EngineLoopGateTest ComputeGateTest RegistryConcurrencyTest AdapterCacheTest AdapterCacheFailureTest)
+  suites=(ThreadPoolTest EngineLoopTest EngineLoopGateTest ComputeGateTest RegistryConcurrencyTest
+          Backends/RegistryBackendsConcurrencyTest FleetMemberTest AdapterCacheTest AdapterCacheFailureTest)
   for t in lg_gateway_tests lg_bases_tests; do
     suites+=($("$dir/tests/$t" --gtest_list_tests | sed -n 's/^\([A-Za-z0-9_/]*\)\..*/\1/p'))
   done

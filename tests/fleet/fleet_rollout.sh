@@ -65,18 +65,19 @@ admin "$proxy/admin/adapters" -d "{\"name\": \"mia\", \"base\": \"candidate-good
   | grep -q '"sha256"' || fail "registering mia on candidate-good"
 admin -X PUT "$proxy/admin/scenarios/mia" -d '{"adapter": "mia", "base": "candidate-good"}' >/dev/null
 sleep 1.5  # every replica reconciles on the notification
-body='{"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0}'
+body='{"prompt": "One day", "max_tokens": 12, "temperature": 0}'
 expected=$work/expected.json
 python3 - "$expected" "${replicas[@]}" <<'PY'
-import json, sys, urllib.request
+import json, os, sys, urllib.request
 out, urls = sys.argv[1], sys.argv[2:]
 texts = {}
 for base in ("online", "candidate-good"):
     seen = set()
     for u in urls:  # every replica answers the scenario, and all alike
         req = urllib.request.Request(u + "/v1/completions",
-                                     json.dumps({"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0}).encode(),
-                                     {"Content-Type": "application/json", "X-Scenario": "mia", "X-Base": base})
+                                     json.dumps({"prompt": "One day", "max_tokens": 12, "temperature": 0}).encode(),
+                                     {"Content-Type": "application/json", "X-Scenario": "mia", "X-Base": base,
+                                      "Authorization": "Bearer " + os.environ["LORAGATE_ADMIN_TOKEN"]})
         with urllib.request.urlopen(req, timeout=60) as r:
             assert r.headers["X-Base"] == base, (u, base, r.headers["X-Base"])
             seen.add(json.loads(r.read())["choices"][0]["text"])
@@ -91,7 +92,7 @@ echo "fleet: 3 replicas serve mia on both bases"
 # --- 2. a rolling promote under load
 start_load() {
   rm -f "$work/stop"
-  FLEET_LOAD_SCENARIO=mia python3 "$here/fleet_load.py" "$proxy" "$expected" "$work/load-$1.json" "$work/stop" --workers 4 \
+  FLEET_LOAD_SCENARIO=mia FLEET_LOAD_PROMPT="One day" python3 "$here/fleet_load.py" "$proxy" "$expected" "$work/load-$1.json" "$work/stop" --workers 4 \
     > "$work/load-$1.log" 2>&1 &
   load_pid=$!
 }

@@ -101,7 +101,7 @@ TEST_F(PgSchemaTest, ConcurrentFirstOpensMigrateOnce) {
   EXPECT_EQ(pg_schema_version(*db).value(), kRegistrySchemaVersion);
 }
 
-TEST(PgUnreachableTest, AnAbsentServerIsAnIoErrorNamingItButNotThePassword) {
+TEST(PgUnreachableTest, AnAbsentServerIsUnavailableNamingItButNotThePassword) {
   // Port 1 on loopback: nothing listens there.
   const std::string url = "postgresql://loragate:s3cret-pw@127.0.0.1:1/fleet";
   auto reg = Registry::open(url);
