@@ -160,7 +160,8 @@ def measure(replicas, work):
                     break
                 time.sleep(0.2)
             for n in names:
-                call(proxy, "/admin/adapters", {"name": n, "base": "candidate", "path": args.candidate_adapter})
+                call(proxy, "/admin/adapters", {"name": n, "base": "candidate",
+                                                "path": os.path.join(work, "adapters", "candidate-adapter")})
             time.sleep(1.5)
             t = time.perf_counter()
             _, text = call(proxy, "/admin/bases/candidate/promote", {"force": True}, timeout=600)
@@ -179,6 +180,8 @@ try:
     os.makedirs(os.path.join(work, "adapters"))
     for i in range(8):
         shutil.copytree(args.adapter, os.path.join(work, "adapters", "tenant-%d" % i))
+    if args.candidate_adapter:  # inside the adapter root too
+        shutil.copytree(args.candidate_adapter, os.path.join(work, "adapters", "candidate-adapter"))
     print("machine: %s, %d cores, load %s" % (
         open("/proc/cpuinfo").read().split("model name")[1].split(":")[1].split("\n")[0].strip(), os.cpu_count(),
         open("/proc/loadavg").read().split()[:3]), flush=True)
