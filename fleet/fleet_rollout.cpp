@@ -1,6 +1,7 @@
 #include "fleet/fleet_rollout.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <sstream>
 #include <thread>
@@ -59,7 +60,8 @@ Result<int64_t> replica_server_errors(const std::string& url, const std::string&
   for (std::string line; std::getline(lines, line);) {
     if (line.rfind("loragate_requests_total{", 0) != 0 || line.find("status=\"5") == std::string::npos) continue;
     const size_t space = line.rfind(' ');
-    if (space != std::string::npos) errors += static_cast<int64_t>(std::stod(line.substr(space + 1)));
+    // strtod, not stod: a malformed sample is counted as 0, never an exception on an admin thread.
+    if (space != std::string::npos) errors += static_cast<int64_t>(std::strtod(line.c_str() + space + 1, nullptr));
   }
   return errors;
 }
@@ -94,8 +96,8 @@ Status FleetRollout::wait_for(const std::vector<std::string>& urls, const std::s
     if (missing.empty()) return Status::ok();
     if (std::chrono::steady_clock::now() >= deadline) {
       return Status::unavailable("replica(s) " + joined_urls(missing) + (serving ? " did not serve" : " did not load") +
-                                       " base '" + base + "' within " +
-                                       std::to_string(options_.swap_timeout.count()) + " ms");
+                                 " base '" + base + "' within " + std::to_string(options_.swap_timeout.count()) +
+                                 " ms");
     }
     std::this_thread::sleep_for(kPoll);
   }
@@ -212,8 +214,7 @@ Result<RolloutRecord> FleetRollout::promote(const std::string& to, bool force, c
   swap.kind = kSwapKindPromote;
   swap.forced = force && !blockers.empty();
   swap.note = "fleet rollout " + std::to_string(record.id) + " across " + std::to_string(urls.size()) + " replica(s)";
-  LG_ASSIGN_OR_RETURN(SwapRecord stored, registry_->record_swap(swap));
-  (void)stored;
+  LG_RETURN_IF_ERROR(registry_->record_swap(swap).status());
   for (const std::string& url : asked) {
     Status s = registry_->set_replica_desired_base(url, "");  // the fleet's serving base is `to` now
     if (!s.is_ok()) std::fprintf(stderr, "loragate fleet: releasing %s: %s\n", url.c_str(), s.to_string().c_str());
