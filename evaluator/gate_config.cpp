@@ -33,6 +33,11 @@ class YamlMap {
     if (absent() || null()) return Status::ok();
     if (!node_.IsMap()) return Status::invalid_argument(path_ + ": must be a mapping (keys: " + join(known) + ")");
     for (const auto& kv : node_) {
+      // A key may itself be a mapping or a sequence ("{a: 1}: x"), which has no string form.
+      if (!kv.first.IsScalar()) {
+        return Status::invalid_argument((path_.empty() ? "top level" : path_) + ": keys must be names, not '" +
+                                        YAML::Dump(kv.first) + "'");
+      }
       const std::string key = kv.first.as<std::string>();
       bool found = false;
       for (const std::string& k : known) found = found || k == key;

@@ -123,6 +123,11 @@ TEST(GateConfigTest, ErrorsNameTheKeyPath) {
   EXPECT_NE(dir.find("adapter.keyword_rate.max_rise: unknown key (known: floor, max_drop, min_items, optional)"),
             std::string::npos)
       << dir;
+  // A mapping used as a key (found by fuzz_gates) is an error, not a yaml-cpp exception.
+  const std::string complex_key = error("adapter:\n  keyword_rate: {max_drop: 0~1}\nlatency:\n{samples: 200, seed: 7}");
+  EXPECT_NE(complex_key.find("keys must be names"), std::string::npos) << complex_key;
+  EXPECT_NE(error("adapter: {[a, b]: 1}\n").find("adapter: keys must be names"), std::string::npos);
+  EXPECT_NE(error("? {a: 1}\n: x\n").find("top level: keys must be names"), std::string::npos);
   EXPECT_NE(error("recorded: {keyword_rate: {floor: 0.5}}\n").find("recorded.keyword_rate.floor: unknown key"),
             std::string::npos);
   EXPECT_NE(error("adapter: {exact_match_rate: {max_drop: lots}}\n")
