@@ -369,6 +369,8 @@ Result<std::vector<GenerationResult>> Engine::generate(std::vector<GenerationReq
   return results;
 }
 
+void Engine::reset_prefix_cache() {}
+
 EngineStats Engine::stats() const {
   EngineStats s = counters_;
   s.waiting = scheduler_->num_waiting();

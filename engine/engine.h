@@ -112,6 +112,9 @@ class Engine {
   int64_t max_model_len() const { return max_model_len_; }
   const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
   EngineStats stats() const;
+  // Forgets every cached prefix: blocks free for reuse return to the pool,
+  // blocks of running requests stay theirs but are no longer found.
+  void reset_prefix_cache();
   int64_t kv_cache_bytes() const { return runner_->kv_geometry().bytes(); }
 
  private:

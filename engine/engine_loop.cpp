@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <cstdio>
+#include <utility>
 
 #include "engine/engine.h"
 
@@ -78,6 +79,15 @@ void EngineLoop::cancel(int64_t id) {
   notify_loop();
 }
 
+void EngineLoop::reset_prefix_cache() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    reset_prefix_cache_ = true;
+    news_.store(true);
+  }
+  notify_loop();
+}
+
 EngineStats EngineLoop::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
@@ -101,7 +111,7 @@ void EngineLoop::run() {
     bool stopping;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      auto news = [&] { return stopping_ || !inbox_.empty() || !cancels_.empty(); };
+      auto news = [&] { return stopping_ || !inbox_.empty() || !cancels_.empty() || reset_prefix_cache_; };
       if (stalled) {
         // Nothing to do until a load lands: poll gently instead of spinning a core.
         wake_.wait_for(lock, kStalledPoll, news);
@@ -109,6 +119,8 @@ void EngineLoop::run() {
         // Idle: also wake now and then to free what removed adapters held.
         if (!wake_.wait_for(lock, kIdleHousekeeping, news)) engine_->collect_removed_adapters();
       }
+      // Before this batch's arrivals: a request submitted after the reset never sees an old prefix.
+      if (std::exchange(reset_prefix_cache_, false)) engine_->reset_prefix_cache();
       arrivals.swap(inbox_);
       cancels.swap(cancels_);
       stopping = stopping_;

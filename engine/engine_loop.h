@@ -73,6 +73,9 @@ class EngineLoop {
   int64_t max_model_len() const;  // prompt + output tokens a request may have
   // The engine's adapters; null when options().max_loras is 0.
   AdapterCatalog* adapters() const;
+  // Forgets every cached prefix before the next step (requests already
+  // running keep their blocks): later requests are computed cold.
+  void reset_prefix_cache();
   // Weights, KV pool and LoRA slots as allocated (measure_engine_memory).
   MemoryEstimate memory() const;
   // The engine itself, for the engine's own tests and tools (engine/engine.h).
@@ -99,6 +102,7 @@ class EngineLoop {
   std::vector<std::pair<int64_t, GenerationRequest>> inbox_;  // guarded by mu_
   std::vector<int64_t> cancels_;                              // guarded by mu_
   bool stopping_ = false;                                     // guarded by mu_
+  bool reset_prefix_cache_ = false;                           // guarded by mu_
   int64_t next_id_ = 1;                                       // guarded by mu_
   EngineStats stats_;                                         // guarded by mu_
   std::thread thread_;

@@ -47,6 +47,9 @@ struct EngineOptions {
   // 128-token evaluation chunk ~6 ms against a 16-token live prefill's
   // 0.16 ms), so 16 keeps a background step as short as a typical live one.
   int64_t max_background_tokens = 16;
+  // Reuse the KV blocks of a prompt prefix computed before (engine/prefix_cache.h):
+  // full blocks keyed by base, dtype, adapter content, cache_salt and tokens.
+  bool prefix_caching = true;
   // Where load() gets its model runner (not a YAML key: for embedders and
   // tests that run a runner of their own); null = load_model_runner.
   std::function<Result<std::unique_ptr<ModelRunner>>(const ModelDir& model, const RunnerOptions& options)>
@@ -71,6 +74,9 @@ struct GenerationRequest {
   // logits at position i - 1, so 1 <= score_from < prompt size.
   int64_t score_from = 1;
   RequestPriority priority = RequestPriority::kLive;
+  // The tenant's salt of the prefix cache (OpenAI's cache_salt): requests
+  // share cached blocks only when their salts are equal. "" = no salt.
+  std::string cache_salt;
 };
 
 struct GenerationResult {
@@ -90,6 +96,9 @@ struct GenerationResult {
   // of the raw logits, before temperature, top-k and top-p, as for logprobs).
   std::vector<TokenLogprobs> prompt_logprobs;
   int32_t preemptions = 0;
+  // Prompt tokens whose KV came from the prefix cache when the request was
+  // first scheduled (usage.prompt_tokens_details.cached_tokens).
+  int64_t cached_tokens = 0;
 };
 
 struct EngineStats {
@@ -98,6 +107,9 @@ struct EngineStats {
   int64_t preemptions = 0;
   int64_t steps = 0;
   int64_t prompt_tokens = 0, generated_tokens = 0;
+  // Prefix cache, in tokens: looked up (a request's tokens, at each admission) and found cached.
+  int64_t prefix_cache_queries = 0, prefix_cache_hits = 0;
+  int32_t prefix_cache_blocks = 0;  // blocks holding a cached prefix (in use or free for reuse)
 };
 
 }  // namespace loragate
