@@ -42,7 +42,8 @@ AdapterCache::AdapterCache(const ModelConfig& base, AdapterCacheOptions options,
       slot_owner_(static_cast<size_t>(options.max_loras)),
       slot_pins_(static_cast<size_t>(options.max_loras), 0),
       slots_(slots != nullptr ? std::move(slots)
-                              : std::make_unique<LoraSlots>(base, options.max_loras, options.max_rank)) {
+                              : std::make_unique<LoraSlots>(base, options.max_loras, options.max_rank)),
+      slot_kv_identity_(static_cast<size_t>(options.max_loras)) {
   loader_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "lg-adapter-load");
     loader_main();
@@ -278,6 +279,7 @@ AdapterCache::AcquireResult AdapterCache::acquire(const std::string& name) {
   // it is written, with no lock held.
   if (evicted) slots_->reset(slot);
   slots_->set(slot, *host);
+  slot_kv_identity_[slot] = host->kv_identity();
   std::lock_guard<std::mutex> slot_lock(slot_mu_);
   slot_owner_[slot] = name;
   slot_pins_[slot] = 1;

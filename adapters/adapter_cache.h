@@ -91,6 +91,8 @@ class AdapterCache final : public AdapterCatalog {
   // Frees the unpinned slots of removed adapters and forgets them.
   void collect_removed();
   const LoraSlotStore& slots() const { return *slots_; }
+  // The kv_identity() of the adapter in an acquired slot (prefix-cache keys).
+  const std::string& slot_kv_identity(int32_t slot) const { return slot_kv_identity_[slot]; }
 
  private:
   struct Entry {
@@ -132,6 +134,7 @@ class AdapterCache final : public AdapterCatalog {
   std::list<int32_t> slot_lru_;                   // guarded by slot_mu_; most recent at the back
   int64_t slot_hits_ = 0, host_hits_ = 0, slot_evictions_ = 0;  // guarded by slot_mu_
   std::unique_ptr<LoraSlotStore> slots_;          // written only on the step thread, with no lock held
+  std::vector<std::string> slot_kv_identity_;     // step thread only: what each slot was last set to
   std::thread loader_;
 };
 

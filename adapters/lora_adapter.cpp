@@ -3,6 +3,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string_view>
 
@@ -133,6 +135,27 @@ Status read_matrix(const TensorView& t, const std::vector<int64_t>& want, int ra
   return Status::ok();
 }
 
+// The weights' sha256 and, per targeted (layer, module), its rank and
+// scaling: adapter_config.json's lora_alpha changes the output as much as
+// the weights do, and it is not in adapter_model.safetensors.
+std::string kv_identity_of(const LoraAdapter& adapter) {
+  std::string text = adapter.weights_sha256();
+  char buf[96];
+  for (int64_t layer = 0; layer < adapter.num_layers(); ++layer) {
+    for (LoraModule m : kAllLoraModules) {
+      const LoraWeights* w = adapter.weights(layer, m);
+      if (w == nullptr) continue;
+      uint32_t scaling_bits;
+      static_assert(sizeof scaling_bits == sizeof w->scaling);
+      std::memcpy(&scaling_bits, &w->scaling, sizeof scaling_bits);
+      std::snprintf(buf, sizeof buf, "|%lld.%d:%lld:%08x", static_cast<long long>(layer),
+                    static_cast<int>(lora_module_index(m)), static_cast<long long>(w->rank), scaling_bits);
+      text += buf;
+    }
+  }
+  return sha256_hex(text);
+}
+
 }  // namespace
 
 Result<std::shared_ptr<const LoraAdapter>> LoraAdapter::load(const std::string& dir,
@@ -235,6 +258,7 @@ Result<std::shared_ptr<const LoraAdapter>> LoraAdapter::load(const std::string& 
       adapter->layers_[static_cast<size_t>(layer)][lora_module_index(m)] = std::move(w);
     }
   }
+  adapter->kv_identity_ = kv_identity_of(*adapter);
   return std::shared_ptr<const LoraAdapter>(std::move(adapter));
 }
 

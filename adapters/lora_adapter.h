@@ -67,6 +67,9 @@ class LoraAdapter {
   size_t bytes() const { return bytes_; }
   // SHA-256 (hex) of the adapter_model.safetensors these weights were read from.
   const std::string& weights_sha256() const { return weights_sha256_; }
+  // What its K/V contributions depend on: the weights' sha256 with every
+  // module's rank and scaling (the prefix cache keys blocks by it).
+  const std::string& kv_identity() const { return kv_identity_; }
 
  private:
   explicit LoraAdapter(PeftConfig config) : config_(std::move(config)) {}
@@ -79,6 +82,7 @@ class LoraAdapter {
   int64_t num_targets_ = 0;
   size_t bytes_ = 0;
   std::string weights_sha256_;
+  std::string kv_identity_;
 };
 
 }  // namespace loragate

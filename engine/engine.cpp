@@ -57,7 +57,7 @@ Engine::Engine(EngineOptions options, std::shared_ptr<const ModelDir> model, std
     : options_(options),
       model_(std::move(model)),
       runner_(std::move(runner)),
-      blocks_(runner_->kv_geometry().num_blocks, runner_->kv_geometry().block_size),
+      blocks_(runner_->kv_geometry().num_blocks, runner_->kv_geometry().block_size, options.prefix_caching),
       adapters_(options.max_loras > 0
                     ? std::make_unique<AdapterCache>(
                           runner_->config(),
@@ -67,7 +67,10 @@ Engine::Engine(EngineOptions options, std::shared_ptr<const ModelDir> model, std
       scheduler_(std::make_unique<Scheduler>(
           SchedulerOptions{options.max_num_batched_tokens, options.max_num_seqs, options.max_logits_rows,
                            options.max_background_tokens},
-          &blocks_, adapters_.get())),
+          &blocks_, adapters_.get(),
+          options.prefix_caching ? prefix_engine_key(model_->sha256(), weight_type_name(options.weight_dtype),
+                                                     runner_->config().to_json(), runner_->kv_geometry().block_size)
+                                 : std::string())),
       seed_counter_(std::random_device{}()) {
   const ModelConfig& c = runner_->config();
   eos_ids_ = c.eos_token_ids;
@@ -167,6 +170,7 @@ Result<int64_t> Engine::add_request(GenerationRequest request, int64_t id) {
   seq->sink = request.sink;
   seq->adapter = std::move(request.adapter);
   seq->priority = request.priority;
+  seq->cache_salt = std::move(request.cache_salt);
   counters_.prompt_tokens += static_cast<int64_t>(seq->prompt_ids().size());
   Sequence* raw = seq.get();
   sequences_.emplace(id, std::move(seq));
@@ -288,6 +292,7 @@ Status Engine::step() {
       if (seq.sink != nullptr) seq.sink->on_token(seq.id(), token, delta);
       ++counters_.generated_tokens;
     }
+    if (blocks_.prefix_caching()) register_computed_blocks(seq);
     if (window > 0) blocks_.release_before(seq.blocks(), seq.num_computed() - window + 1);
   }
   scheduler_->release_finished();
@@ -316,6 +321,7 @@ GenerationResult Engine::make_result(const Sequence& seq) const {
     r.error_code = seq.error().code();
   }
   r.preemptions = seq.preemptions;
+  r.cached_tokens = std::max<int64_t>(0, seq.cached_tokens);
   r.logprobs = seq.logprobs;
   r.prompt_logprobs = seq.prompt_logprobs();
   if (seq.first_scheduled) r.queue_ms = ms_between(seq.arrival(), *seq.first_scheduled);
@@ -369,7 +375,18 @@ Result<std::vector<GenerationResult>> Engine::generate(std::vector<GenerationReq
   return results;
 }
 
-void Engine::reset_prefix_cache() {}
+void Engine::register_computed_blocks(Sequence& seq) {
+  const int32_t block = blocks_.block_size();
+  const int64_t full = seq.num_computed() / block;
+  if (full <= seq.registered_blocks) return;
+  const std::vector<BlockHash>& chain = seq.chain(full, block);
+  for (int64_t i = seq.registered_blocks; i < full; ++i) {
+    if (seq.blocks()[i] != kNoBlock) blocks_.register_full(seq.blocks()[i], chain[i]);
+  }
+  seq.registered_blocks = full;
+}
+
+void Engine::reset_prefix_cache() { blocks_.reset_cache(); }
 
 EngineStats Engine::stats() const {
   EngineStats s = counters_;
@@ -378,6 +395,9 @@ EngineStats Engine::stats() const {
   s.kv_blocks_used = blocks_.num_used();
   s.kv_blocks_total = blocks_.num_blocks();
   s.preemptions = scheduler_->num_preemptions();
+  s.prefix_cache_queries = scheduler_->prefix_cache_queries();
+  s.prefix_cache_hits = scheduler_->prefix_cache_hits();
+  s.prefix_cache_blocks = blocks_.num_cached();
   return s;
 }
 

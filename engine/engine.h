@@ -123,6 +123,8 @@ class Engine {
   GenerationResult make_result(const Sequence& seq) const;
   // Hands a finished sequence's result to its sink or the finished list, and forgets it.
   void retire(Sequence& seq);
+  // Offers the blocks `seq` filled with computed K/V to the prefix cache.
+  void register_computed_blocks(Sequence& seq);
   // Ends a live sequence with `error` and retires it.
   void fail(Sequence& seq, const Status& error);
 

@@ -16,8 +16,28 @@ int32_t blocks_held(const BlockTable& table) {
 
 }  // namespace
 
-Scheduler::Scheduler(SchedulerOptions options, BlockManager* blocks, AdapterCache* adapters)
-    : options_(options), blocks_(blocks), adapters_(adapters) {}
+Scheduler::Scheduler(SchedulerOptions options, BlockManager* blocks, AdapterCache* adapters, std::string prefix_key)
+    : options_(options), blocks_(blocks), adapters_(adapters), prefix_key_(std::move(prefix_key)) {}
+
+int32_t Scheduler::attach_cached_prefix(Sequence* seq) {
+  if (!blocks_->prefix_caching()) return 0;
+  static const std::string kNoAdapter;
+  const std::string& adapter =
+      seq->lora_slot >= 0 && adapters_ != nullptr ? adapters_->slot_kv_identity(seq->lora_slot) : kNoAdapter;
+  seq->set_chain_root(prefix_chain_root(prefix_key_, adapter, seq->cache_salt));
+  const int32_t block = blocks_->block_size();
+  const int32_t most = static_cast<int32_t>(seq->max_cached_tokens() / block);
+  const std::vector<BlockHash>& chain = seq->chain(most, block);
+  const int32_t n = blocks_->match(chain, most);
+  blocks_->share(seq->blocks(), chain, n);
+  seq->start_from_cache(static_cast<int64_t>(n) * block);
+  return n;
+}
+
+void Scheduler::detach_cached_prefix(Sequence* seq) {
+  blocks_->release(seq->blocks());
+  seq->reset_computed();
+}
 
 void Scheduler::release_slot(Sequence* seq) {
   if (seq->lora_slot >= 0 && adapters_ != nullptr) adapters_->release(seq->lora_slot);
@@ -156,8 +176,7 @@ bool Scheduler::admit_waiting(RequestPriority p, Plan& plan, StepBudget& budget)
   bool starving_ahead = false;  // an earlier sequence has waited too long for a slot
   for (auto it = waiting.begin(); it != waiting.end() && budget.tokens > 0 && !starving_ahead;) {
     Sequence* seq = *it;
-    const int64_t chunk = chunk_for(seq, budget);
-    if (chunk == 0) {  // no scored rows left this step; sequences that score nothing may go on
+    if (chunk_for(seq, budget) == 0) {  // no scored rows left this step; sequences that score nothing may go on
       ++it;
       continue;
     }
@@ -189,6 +208,14 @@ bool Scheduler::admit_waiting(RequestPriority p, Plan& plan, StepBudget& budget)
       seq->lora_slot = got.slot;
       acquired_now = true;
     }
+    const int32_t shared = attach_cached_prefix(seq);
+    const int64_t chunk = chunk_for(seq, budget);  // what is left after the cached prefix
+    if (chunk == 0) {  // the cached prefix ends where the scored rows left run out
+      detach_cached_prefix(seq);
+      if (acquired_now) release_slot(seq);
+      ++it;
+      continue;
+    }
     // A seat and blocks: a live sequence takes them from background ones,
     // unless even all theirs would not do (then nobody is preempted for nothing).
     const int64_t target = seq->num_computed() + chunk;
@@ -205,14 +232,25 @@ bool Scheduler::admit_waiting(RequestPriority p, Plan& plan, StepBudget& budget)
       const bool room_behind_background =
           running_.size() - background_seqs < seats &&
           blocks_->blocks_needed(seq->blocks(), target) <= blocks_->num_free() + background_blocks;
-      while (room_behind_background && !fits()) preempt(newest_running(kBackground), plan, budget);
+      // Blocks shared with others may stay held: stop when no background sequence is left.
+      while (room_behind_background && !fits() && newest_running(kBackground) != nullptr) {
+        preempt(newest_running(kBackground), plan, budget);
+      }
     }
     if (!fits()) {
+      detach_cached_prefix(seq);
       if (acquired_now) release_slot(seq);
       left_waiting = true;
       break;  // FCFS for seats and KV blocks: nobody of this class passes a sequence that does not fit
     }
     (void)blocks_->grow(seq->blocks(), target);
+    if (blocks_->prefix_caching()) {
+      const int64_t cached = static_cast<int64_t>(shared) * blocks_->block_size();
+      prefix_queries_ += seq->total_len();
+      prefix_hits_ += cached;
+      if (seq->cached_tokens < 0) seq->cached_tokens = cached;
+      seq->registered_blocks = shared;
+    }
     seq->slot_waits = 0;
     it = waiting.erase(it);
     auto pos = std::lower_bound(running_.begin(), running_.end(), seq,

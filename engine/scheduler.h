@@ -29,11 +29,19 @@
 // later. With no live work, background work gets the whole step but the
 // max_background_tokens cap (no starvation when idle). Policy only: blocks
 // come from the BlockManager.
+//
+// Prefix cache: a sequence being admitted first takes the longest run of
+// cached blocks of its tokens (BlockManager::match, keyed by the engine,
+// its adapter's content and its cache_salt) and computes only the rest;
+// the blocks it shares count as held, the idle cached ones it takes count
+// against the free blocks like new ones. A sequence that is not admitted
+// after all lets them go at once.
 // Not thread-safe: owned and called by the step loop.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <vector>
 
 #include "adapters/adapter_cache.h"
@@ -59,7 +67,9 @@ class Scheduler {
   static constexpr int32_t kMaxSlotWaits = 8;
 
   // `adapters` may be null when the engine serves the base alone.
-  Scheduler(SchedulerOptions options, BlockManager* blocks, AdapterCache* adapters);
+  // `prefix_key` is the engine's part of every chain root (prefix_engine_key),
+  // used when `blocks` caches prefixes.
+  Scheduler(SchedulerOptions options, BlockManager* blocks, AdapterCache* adapters, std::string prefix_key = "");
 
   void add(Sequence* seq);  // joins its class's queue
   // Removes `seq` wherever it is and frees its blocks.
@@ -77,6 +87,9 @@ class Scheduler {
   size_t num_waiting() const { return queue(RequestPriority::kLive).size() + queue(RequestPriority::kBackground).size(); }
   size_t num_running() const { return running_.size(); }
   int64_t num_preemptions() const { return preemptions_; }
+  // Tokens looked up in the prefix cache at admissions, and found there.
+  int64_t prefix_cache_queries() const { return prefix_queries_; }
+  int64_t prefix_cache_hits() const { return prefix_hits_; }
 
  private:
   // What a step has left to hand out.
@@ -109,6 +122,11 @@ class Scheduler {
   // pins, so a waiting live sequence can have it; false when there is none.
   bool free_slot_held_by_background(Plan& plan, StepBudget& budget);
   void release_slot(Sequence* seq);
+  // Starts a waiting sequence from the longest cached prefix of its tokens,
+  // holding those blocks; returns how many it shares (0 with caching off).
+  int32_t attach_cached_prefix(Sequence* seq);
+  // Undoes attach_cached_prefix for a sequence that stays waiting.
+  void detach_cached_prefix(Sequence* seq);
   // Plans the running sequences of class `p`: decodes first so a long prompt never stalls them.
   void plan_running(RequestPriority p, Plan& plan, StepBudget& budget);
   // Admits waiting sequences of class `p`. Returns true when one is left
@@ -122,6 +140,8 @@ class Scheduler {
   std::deque<Sequence*> waiting_[2];  // live, background; arrival order, preempted ones back at the front
   std::vector<Sequence*> running_;    // arrival order, both classes
   int64_t preemptions_ = 0;
+  std::string prefix_key_;
+  int64_t prefix_queries_ = 0, prefix_hits_ = 0;
 };
 
 }  // namespace loragate

@@ -65,6 +65,26 @@ void Sequence::score_next_prompt_token(const float* logits, int64_t vocab) {
   if (all_scored && params_.max_tokens == 0) finish_reason_ = FinishReason::kLength;
 }
 
+int64_t Sequence::max_cached_tokens() const {
+  const int64_t last = total_len() - 1;
+  return scores_prompt() ? std::min(last, next_scored_position()) : last;
+}
+
+void Sequence::set_chain_root(const BlockHash& root) {
+  if (root == chain_root_ && !chain_.empty()) return;
+  chain_root_ = root;
+  chain_.clear();
+}
+
+const std::vector<BlockHash>& Sequence::chain(int64_t num_blocks, int32_t block_size) {
+  std::vector<int32_t> tokens(static_cast<size_t>(block_size));
+  for (int64_t b = static_cast<int64_t>(chain_.size()); b < num_blocks; ++b) {
+    for (int32_t i = 0; i < block_size; ++i) tokens[i] = token_at(b * block_size + i);
+    chain_.push_back(next_block_hash(b == 0 ? chain_root_ : chain_[b - 1], tokens.data(), block_size));
+  }
+  return chain_;
+}
+
 namespace {
 
 // Length of the longest end of `text` that is a proper prefix of a stop string.

@@ -12,6 +12,7 @@
 
 #include "engine/engine_types.h"
 #include "engine/block_manager.h"
+#include "engine/prefix_hash.h"
 #include "engine/request_sink.h"
 #include "engine/sampler.h"
 #include "engine/sampling_params.h"
@@ -69,6 +70,21 @@ class Sequence {
   const std::vector<TokenLogprobs>& prompt_logprobs() const { return prompt_logprobs_; }
 
   BlockTable& blocks() { return blocks_; }
+
+  // --- prefix cache ---
+  // Tokens that may come from the cache: every known one but the last (its
+  // logits are computed to sample), and none from the first position whose
+  // logits score a prompt token on.
+  int64_t max_cached_tokens() const;
+  // The chain of its blocks' hashes starts at `root` (a new root drops the hashes of an old one).
+  void set_chain_root(const BlockHash& root);
+  // The hashes of its first `num_blocks` blocks (each full of known tokens), computed as needed.
+  const std::vector<BlockHash>& chain(int64_t num_blocks, int32_t block_size);
+  // Its first `n` tokens' K/V came with shared blocks: computing goes on from there.
+  void start_from_cache(int64_t n) { num_computed_ = n; }
+  std::string cache_salt;
+  int64_t cached_tokens = -1;     // tokens found cached when first admitted; -1 until then
+  int64_t registered_blocks = 0;  // leading blocks already offered to the cache
   Sampler& sampler() { return sampler_; }
 
   // Appends a sampled token, updates the text and stop conditions, and
@@ -115,6 +131,8 @@ class Sequence {
   std::string text_;
   size_t streamed_ = 0;  // bytes of text_ already returned by append_token
   BlockTable blocks_;
+  BlockHash chain_root_;
+  std::vector<BlockHash> chain_;  // chain_[i]: the hash of block i under chain_root_
   int64_t num_computed_ = 0;
   FinishReason finish_reason_ = FinishReason::kNone;
   Status error_;
