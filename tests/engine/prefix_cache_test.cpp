@@ -7,6 +7,7 @@
 // content included), salts or a reset.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -362,6 +363,37 @@ TEST(PrefixCacheTest, EnginesOfDifferentBasesHaveDifferentKeys) {
   EXPECT_EQ(w[0].cached_tokens, 0);
   expect_same_results(w, run(*b, {request(prompt)}));
 }
+
+// A hit is exact in every storage type: each one's kernels give a token the
+// same K/V whether it is computed in a long prefill, a short one or a decode.
+class PrefixCacheDtypeTest : public ::testing::TestWithParam<WeightType> {};
+
+TEST_P(PrefixCacheDtypeTest, HitsEqualColdRuns) {
+  EngineOptions o;
+  o.weight_dtype = GetParam();
+  o.max_num_batched_tokens = 64;
+  auto warm = make_engine(true, o);
+  auto cold = make_engine(false, o);
+  const std::vector<int32_t> system = tokens(70, 40);
+  run(*warm, {request(concat(system, tokens(3, 41)), "a0")});
+  std::vector<GenerationRequest> batch = {request(concat(system, tokens(5, 42)), "a0", 12),
+                                          request(concat(system, tokens(9, 43)), "", 12),
+                                          request(concat(system, tokens(3, 41)), "a0", 12)};
+  const auto w = run(*warm, batch);
+  const auto c = run(*cold, batch);
+  expect_same_results(w, c);
+  EXPECT_EQ(w[0].cached_tokens, 64);
+  EXPECT_EQ(w[2].cached_tokens, 64);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllStorageTypes, PrefixCacheDtypeTest,
+                         ::testing::Values(WeightType::kF32, WeightType::kBF16, WeightType::kInt8,
+                                           WeightType::kInt8Outlier, WeightType::kInt4, WeightType::kInt4AsymG64),
+                         [](const ::testing::TestParamInfo<WeightType>& info) {
+                           std::string name(weight_type_name(info.param));
+                           for (char& ch : name) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace loragate
