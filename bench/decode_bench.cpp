@@ -99,6 +99,7 @@ Status run_decode_bench(const DecodeBenchOptions& o) {
     eo.max_num_seqs = max_batch;
     eo.max_num_batched_tokens = static_cast<int64_t>(max_batch) * o.prompt_len;
     eo.kv_num_blocks = max_batch * ((o.prompt_len + o.decode_steps + 16) / 16 + 1) + 8;
+    eo.prefix_caching = false;  // every rep sends the same prompts: a hit would time no prefill
     LG_ASSIGN_OR_RETURN(std::unique_ptr<Engine> e, Engine::load(o.model_dir, eo));
     engines.push_back(std::move(e));
   }

@@ -87,6 +87,7 @@ Status run_lora_bench(const LoraBenchOptions& o) {
   eo.kv_num_blocks = o.requests * ((o.prompt_len + o.new_tokens) / 16 + 2);
   eo.max_loras = o.requests;
   eo.max_lora_rank = o.rank;
+  eo.prefix_caching = false;  // every rep sends the same prompts: hits would skip the prefills it times
   LG_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::load(o.model_dir, eo));
   std::vector<std::string> names;
   for (int i = 0; i < o.num_adapters; ++i) {
@@ -208,6 +209,7 @@ Status run_zipf_bench(const ZipfBenchOptions& o) {
   eo.adapter_host_bytes = o.host_budget_mib << 20;
   eo.max_num_seqs = 64;
   eo.max_num_batched_tokens = 512;
+  eo.prefix_caching = false;  // adapter residency is measured, not prompt reuse
   LG_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::load(o.model_dir, eo));
   for (int i = 0; i < o.num_adapters; ++i) {
     LG_RETURN_IF_ERROR(engine->adapters()->add("zipf-" + std::to_string(i), adapter_dir(o.adapters_dir, o.rank, "qv", i)));
