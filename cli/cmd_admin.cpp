@@ -216,6 +216,7 @@ void add_admin_commands(CLI::App& app) {
   add_adapter_commands(app);
   add_scenario_commands(app);
   add_base_commands(app);
+  add_admin_group_command(app);
 }
 
 }  // namespace loragate::cli

@@ -37,6 +37,7 @@ struct ServeFlags {
   std::string host, model, served_name, admin_token, registry, replica_url;
   std::vector<std::string> adapter_roots, base_roots, eval_roots, training_roots;
   int port = -1;
+  bool prefix_caching = false, no_prefix_caching = false;  // override engine.prefix_caching (one at most)
 };
 
 Result<std::unique_ptr<Registry>> open_registry(const ServeConfig& c) {
@@ -113,6 +114,8 @@ int run_serve(const ServeFlags& f) {
   if (!f.eval_roots.empty()) c.eval_roots = f.eval_roots;
   if (!f.training_roots.empty()) c.training_roots = f.training_roots;
   if (!f.replica_url.empty()) c.fleet_url = f.replica_url;
+  if (f.prefix_caching) c.engine.prefix_caching = true;
+  if (f.no_prefix_caching) c.engine.prefix_caching = false;
 
   const bool demo = c.model_path.empty();
   if (demo) {
@@ -248,7 +251,8 @@ int run_serve(const ServeFlags& f) {
 
   const std::string url = "http://" + c.server.host + ":" + std::to_string(*port);
   std::cout << "loragate: serving '" << c.served_model_name << "' (base " << fingerprint << ") on " << url << " ("
-            << num_adapters << " adapters; admin routes "
+            << num_adapters << " adapters; prefix caching " << (c.engine.prefix_caching ? "on" : "off")
+            << "; admin routes "
             << (c.resolved_admin_token().empty() ? "disabled: no token" : "enabled") << ")\n";
   const std::string example_model = demo ? "support-bot" : c.served_model_name;
   std::cout << "try:\n  curl -s " << url << "/v1/completions -H 'Content-Type: application/json' \\\n"
@@ -286,6 +290,11 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--replica-url", f->replica_url,
                   "This replica's address for the fleet and its proxy (overrides fleet.url; default http://HOST:PORT)");
   cmd->add_option("--base-root", f->base_roots, "Directory candidate bases may be loaded from (overrides bases.roots; repeatable)");
+  CLI::Option* caching = cmd->add_flag("--prefix-caching", f->prefix_caching,
+                                       "Reuse the KV of prompt prefixes computed before (overrides engine.prefix_caching)");
+  cmd->add_flag("--no-prefix-caching", f->no_prefix_caching,
+                "Compute every prompt from scratch (overrides engine.prefix_caching)")
+      ->excludes(caching);
   cmd->callback([f] {
     if (int rc = run_serve(*f); rc != 0) throw CLI::RuntimeError(rc);
   });

@@ -13,6 +13,7 @@ void add_train_command(CLI::App& app);         // train: LoRA fine-tuning (train
 void add_bench_command(CLI::App& app);
 void add_admin_commands(CLI::App& app);        // adapter add|rm|ls, scenario set|rm|ls, base ...
 void add_base_commands(CLI::App& app);
+void add_admin_group_command(CLI::App& app);  // admin prefix-cache reset (called from add_admin_commands)
 void add_upgrade_command(CLI::App& app);       // upgrade: retrain, evaluate, promote (server or offline)
 void add_eval_command(CLI::App& app);          // eval run|ls|show         // base add|ls|promote|rollback|rm (called from add_admin_commands)
 void add_bench_serve_command(CLI::App& bench);  // bench serve (called from add_bench_command)

@@ -99,7 +99,8 @@ Status parse_engine(const Section& s, ServeConfig& c) {
   LG_RETURN_IF_ERROR(s.check_keys({"max_num_batched_tokens", "max_num_seqs", "kv_cache_mib", "kv_block_size",
                                    "max_model_len", "max_loras", "max_lora_rank", "adapter_host_mib",
                                    "max_logits_rows", "max_background_tokens", "candidate_share",
-                                   "memory_budget_mib"}));
+                                   "memory_budget_mib", "prefix_caching"}));
+  LG_RETURN_IF_ERROR(s.read("prefix_caching", o.prefix_caching));
   LG_RETURN_IF_ERROR(s.read_range<int64_t>("max_logits_rows", o.max_logits_rows, 1, 1 << 20));
   LG_RETURN_IF_ERROR(s.read_range<int64_t>("max_background_tokens", o.max_background_tokens, 1, 1 << 20));
   LG_RETURN_IF_ERROR(s.read_range<double>("candidate_share", c.candidate_share, 0.0, 1.0));

@@ -21,6 +21,7 @@ void AdminApi::install(Router& router, BlockingWork& blocking) {
   if (jobs_ != nullptr && evaluations_ != nullptr) install_evaluations(router, gate);
   if (upgrades_ != nullptr) install_upgrades(router, gate);
   install_fleet(router, gate);
+  install_prefix_cache(router, gate);
 }
 
 eval::UpgradeHooks AdminApi::upgrade_hooks() {

@@ -19,6 +19,8 @@
 //   GET    /admin/upgrades[/{id}]                each scenario's retraining, the verdict, the report's path
 //   DELETE /admin/upgrades/{id} (or POST /admin/upgrades/{id}/cancel)   cancel it (resumable)
 //   GET    /admin/fleet                          the replicas sharing the registry (fleet mode) and recent rollouts
+//   POST   /admin/prefix_cache/reset [{base?}][?base=B]   drop the cached prompt prefixes of one base, or of
+//                                                every loaded base when none is named: {"reset": [names]}
 //   POST   /v1/load_lora_adapter {lora_name, lora_path}     vLLM-compatible aliases (serving base)
 //   POST   /v1/unload_lora_adapter {lora_name}
 //
@@ -35,7 +37,7 @@
 //
 // One file per resource: admin_adapters.cpp, admin_scenarios.cpp,
 // admin_bases.cpp, admin_shadow.cpp, admin_evaluations.cpp, admin_upgrades.cpp,
-// admin_fleet.cpp.
+// admin_fleet.cpp, admin_prefix_cache.cpp.
 #pragma once
 
 #include <memory>
@@ -116,6 +118,7 @@ class AdminApi {
   void install_evaluations(Router& router, const AdminGate& gate);
   void install_upgrades(Router& router, const AdminGate& gate);
   void install_fleet(Router& router, const AdminGate& gate);
+  void install_prefix_cache(Router& router, const AdminGate& gate);
   // POST /admin/bases/{name}/promote in fleet mode: a rollout across every replica.
   void promote_across_fleet(const std::shared_ptr<Exchange>& ex, const std::string& name, bool force,
                             const std::string& actor, const AdminGate& gate);

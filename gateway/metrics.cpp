@@ -169,6 +169,11 @@ void Metrics::render_bases(std::string& out) const {
   Family slots{"loragate_adapter_slots_used", "gauge", "Adapter slots holding an adapter.", {}};
   Family pinned{"loragate_adapter_slots_pinned", "gauge", "Adapter slots pinned by running sequences.", {}};
   Family host{"loragate_adapter_host_bytes", "gauge", "Host memory held by loaded adapters.", {}};
+  Family pc_queries{"loragate_prefix_cache_queries_total", "counter",
+                    "Prompt tokens looked up in the prefix cache (at each admission).", {}};
+  Family pc_hits{"loragate_prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache.", {}};
+  Family pc_blocks{"loragate_prefix_cache_blocks", "gauge",
+                   "KV blocks holding a cached prefix (in use or free for reuse).", {}};
   for (const Loaded& l : loaded) {
     const std::string b = label("base", l.name);
     auto with = [&](const char* key, const char* value) { return b + "," + label(key, value); };
@@ -191,6 +196,9 @@ void Metrics::render_bases(std::string& out) const {
     slots.samples.emplace_back(b, c.slots_used);
     pinned.samples.emplace_back(b, c.slots_pinned);
     host.samples.emplace_back(b, static_cast<double>(c.host_bytes));
+    pc_queries.samples.emplace_back(b, static_cast<double>(e.prefix_cache_queries));
+    pc_hits.samples.emplace_back(b, static_cast<double>(e.prefix_cache_hits));
+    pc_blocks.samples.emplace_back(b, e.prefix_cache_blocks);
   }
   // Residency by adapter, as vLLM's newer gauges name it: an adapter is
   // loaded while its weights are in host memory or a slot (not while on disk,
@@ -207,7 +215,8 @@ void Metrics::render_bases(std::string& out) const {
     max_adapters.samples.emplace_back(label("base", l.name), l.base->loop().options().max_loras);
   }
   for (const Family* f : {&queue, &running, &kv_used, &kv_total, &preempted, &steps, &hits, &misses, &loads,
-                          &load_s, &evictions, &slots, &pinned, &host, &resident, &max_adapters}) {
+                          &load_s, &evictions, &slots, &pinned, &host, &pc_queries, &pc_hits, &pc_blocks, &resident,
+                          &max_adapters}) {
     header(out, f->name, f->type, f->help);
     for (const auto& [labels, value] : f->samples) sample(out, f->name, labels, value);
   }
@@ -223,6 +232,11 @@ void Metrics::render_bases(std::string& out) const {
   header(out, "vllm:kv_cache_usage_perc", "gauge", "Fraction of KV-cache blocks in use, 0..1 (serving base).");
   sample(out, "vllm:kv_cache_usage_perc", "",
          s.kv_blocks_total > 0 ? static_cast<double>(s.kv_blocks_used) / s.kv_blocks_total : 0.0);
+  // vLLM's prefix-cache counters, in tokens: hits / queries is the hit rate a dashboard plots.
+  header(out, "vllm:prefix_cache_queries", "counter", "Prompt tokens looked up in the prefix cache (serving base).");
+  sample(out, "vllm:prefix_cache_queries", "", static_cast<double>(s.prefix_cache_queries));
+  header(out, "vllm:prefix_cache_hits", "counter", "Prompt tokens found in the prefix cache (serving base).");
+  sample(out, "vllm:prefix_cache_hits", "", static_cast<double>(s.prefix_cache_hits));
   auto names = [](const std::vector<std::string>& v) {
     std::string joined;
     for (const std::string& n : v) joined += (joined.empty() ? "" : ",") + n;

@@ -4,10 +4,11 @@
 // generation, adapter and status, token counts, histograms of TTFT,
 // inter-token latency and end-to-end latency by base and adapter — and, when
 // rendered, samples every loaded base: its state (loragate_base_info), queue,
-// running sequences, KV blocks and adapter-cache counters, the swap counters,
-// and for the serving base the model-server metrics the Gateway API
-// inference extension's endpoint picker reads (vllm:num_requests_waiting,
-// vllm:num_requests_running, vllm:kv_cache_usage_perc, vllm:lora_requests_info),
+// running sequences, KV blocks, prefix-cache and adapter-cache counters, the
+// swap counters, and for the serving base the model-server metrics the Gateway
+// API inference extension's endpoint picker reads (vllm:num_requests_waiting,
+// vllm:num_requests_running, vllm:kv_cache_usage_perc, vllm:lora_requests_info)
+// and vLLM's prefix-cache counters (vllm:prefix_cache_queries, _hits),
 // and for every loaded base the adapters resident in it
 // (vllm:lora_adapter_loaded) and its slot count (vllm:lora_max_adapters).
 // Thread-safe: observed from every network thread, rendered from any.

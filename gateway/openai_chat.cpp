@@ -193,6 +193,7 @@ void submit_chat(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchang
     call.request.params.max_tokens = static_cast<int32_t>(std::min<int64_t>(room, std::numeric_limits<int32_t>::max()));
   }
   call.request.adapter = req.choice.adapter;
+  call.request.cache_salt = req.fields.cache_salt;
   call.stream = req.fields.stream;
   call.include_usage = req.fields.include_usage;
   call.format = std::make_shared<ChatFormat>(

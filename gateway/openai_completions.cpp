@@ -148,6 +148,7 @@ void submit_completion(const ApiContext& ctx, const std::shared_ptr<Exchange>& e
     }
   }
   call.request.adapter = req.choice.adapter;
+  call.request.cache_salt = req.fields.cache_salt;
   call.stream = req.fields.stream;
   call.include_usage = req.fields.include_usage;
   call.format = std::make_shared<CompletionFormat>(

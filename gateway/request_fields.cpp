@@ -36,6 +36,23 @@ std::optional<ApiError> refuse_unless_neutral(const json& body, const char* key,
   return std::nullopt;
 }
 
+// cache_salt: absent or null = no salt; else a non-empty string of at most
+// kMaxCacheSaltBytes. The errors never quote it: it is the tenant's secret.
+std::optional<ApiError> read_cache_salt(const json& body, std::string* out) {
+  if (!present(body, "cache_salt")) return std::nullopt;
+  const json& v = body.at("cache_salt");
+  const char* rule = "cache_salt must be a non-empty string of at most 256 bytes";
+  static_assert(kMaxCacheSaltBytes == 256, "the message above names the limit");
+  if (!v.is_string()) return bad_request(std::string(rule) + ", got " + v.type_name(), "cache_salt");
+  const std::string& salt = v.get_ref<const std::string&>();
+  if (salt.empty()) return bad_request(std::string(rule) + ", got an empty string", "cache_salt");
+  if (salt.size() > kMaxCacheSaltBytes) {
+    return bad_request(std::string(rule) + ", got " + std::to_string(salt.size()) + " bytes", "cache_salt");
+  }
+  *out = salt;
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<ApiError> parse_json_object(std::string_view body, json* out) {
@@ -89,6 +106,7 @@ std::optional<ApiError> read_common_fields(const json& body, bool chat, CommonFi
   if (auto err = read_string(body, "scenario", &out->scenario)) return err;
   std::string user;
   if (auto err = read_string(body, "user", &user)) return err;  // accepted, not used
+  if (auto err = read_cache_salt(body, &out->cache_salt)) return err;
 
   SamplingParams& p = out->params;
   constexpr int64_t kMaxTokens = std::numeric_limits<int32_t>::max();

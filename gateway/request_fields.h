@@ -1,7 +1,8 @@
 // Reading OpenAI request bodies: the JSON itself, typed optional fields that
 // name themselves in errors ("max_tokens must be a non-negative integer"),
 // and the fields /v1/completions and /v1/chat/completions share (sampling,
-// stream, model, scenario, n, and the options loragate refuses by name).
+// stream, model, scenario, n, cache_salt, and the options loragate refuses by
+// name).
 // Unknown fields are ignored, as vLLM does.
 #pragma once
 
@@ -34,7 +35,12 @@ struct CommonFields {
   SamplingParams params;            // max_tokens left at -1 when the body has none
   bool stream = false;
   bool include_usage = false;       // stream_options.include_usage
+  std::string cache_salt;           // the prefix cache's tenant salt (OpenAI/vLLM `cache_salt`); "" when absent.
+                                    // A secret of the tenant's: never logged nor echoed, not even in errors.
 };
+
+// The longest cache_salt accepted, in bytes.
+inline constexpr size_t kMaxCacheSaltBytes = 256;
 
 // Reads the shared fields. `chat` also accepts max_completion_tokens.
 std::optional<ApiError> read_common_fields(const nlohmann::json& body, bool chat, CommonFields* out);

@@ -9,7 +9,10 @@ namespace loragate {
 nlohmann::json usage_json(const GenerationResult& result) {
   const int64_t prompt = static_cast<int64_t>(result.prompt_ids.size());
   const int64_t completion = static_cast<int64_t>(result.output_ids.size());
-  return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+  return {{"prompt_tokens", prompt},
+          {"completion_tokens", completion},
+          {"total_tokens", prompt + completion},
+          {"prompt_tokens_details", {{"cached_tokens", result.cached_tokens}}}};
 }
 
 const char* openai_finish_reason(FinishReason reason) {

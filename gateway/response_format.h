@@ -38,7 +38,9 @@ class ResponseFormat {
   virtual nlohmann::json usage(const GenerationResult& result) const = 0;
 };
 
-// {"prompt_tokens", "completion_tokens", "total_tokens"}
+// {"prompt_tokens", "completion_tokens", "total_tokens",
+//  "prompt_tokens_details": {"cached_tokens"}}: as OpenAI answers, cached_tokens
+// being the prompt tokens the prefix cache served (0 when none).
 nlohmann::json usage_json(const GenerationResult& result);
 // "length" or "stop" for a finished result (other reasons map to "stop").
 const char* openai_finish_reason(FinishReason reason);

@@ -1,7 +1,7 @@
 // OpenAI request bodies, as /v1/completions and /v1/chat/completions read them
 // before anything reaches the engine: the JSON object, the shared fields
-// (sampling parameters, stream, model, scenario, refused options) for both
-// routes and their validation, the chat messages (rendered through a ChatML
+// (sampling parameters, stream, model, scenario, cache_salt, refused options)
+// for both routes and their validation, the chat messages (rendered through a ChatML
 // template and the plain fallback, then encoded), and the completion prompt
 // (text encoded with the stories260K tokenizer from ../shared when present;
 // token ids decoded as echo does).
@@ -57,6 +57,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)err->to_response();
     } else {
       (void)fields.params.validate();
+      // The prefix cache's salt reaches the engine only within its bounds.
+      if (fields.cache_salt.size() > kMaxCacheSaltBytes) __builtin_trap();
+      const auto salt = body.find("cache_salt");
+      if (fields.cache_salt.empty() != (salt == body.end() || salt->is_null())) __builtin_trap();
     }
   }
   nlohmann::json messages;
