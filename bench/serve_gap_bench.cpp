@@ -47,6 +47,7 @@ EngineOptions serve_engine_options(const ServeGapOptions& o) {
   EngineOptions eo;
   eo.weight_dtype = parse_weight_type(o.dtype).value();  // checked by run_serve_gap_bench
   eo.max_loras = std::max(eo.max_loras, o.adapters);
+  eo.prefix_caching = false;  // every rep repeats the workload: both sides compute every prompt
   return eo;
 }
 
@@ -114,7 +115,7 @@ Result<std::string> write_serve_config(const ServeGapOptions& o, const std::stri
   std::string y = "# written by loragate bench serve-gap\n";
   y += "server:\n  host: 127.0.0.1\n  port: " + std::to_string(o.port) + "\n";
   y += "model:\n  path: " + quoted(model) + "\n  served_name: " + kServedName + "\n  dtype: " + o.dtype + "\n";
-  y += "engine:\n  max_loras: " + std::to_string(eo.max_loras) + "\n";
+  y += "engine:\n  max_loras: " + std::to_string(eo.max_loras) + "\n  prefix_caching: false\n";
   y += "adapters:\n  registry: " + quoted(scratch + "/registry.db") + "\n";
   if (o.adapters > 0) {
     const std::string root = std::filesystem::absolute(o.adapters_dir).lexically_normal().string();
