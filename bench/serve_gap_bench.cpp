@@ -42,7 +42,8 @@ std::string adapter_dir(const std::string& root, int i) {
 // What `loragate serve` runs its base with: ServeConfig's defaults (a default
 // EngineOptions), the dtype, and enough adapter slots for every adapter of
 // the run to share each step (serve's default of 4 would make both sides
-// take turns by adapter). The child's config sets exactly these two keys.
+// take turns by adapter), with prefix caching off. The child's config sets
+// exactly these keys.
 EngineOptions serve_engine_options(const ServeGapOptions& o) {
   EngineOptions eo;
   eo.weight_dtype = parse_weight_type(o.dtype).value();  // checked by run_serve_gap_bench
