@@ -8,14 +8,13 @@
 #include <deque>
 #include <fstream>
 #include <mutex>
-#include <numeric>
+#include <random>
 #include <ostream>
-#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
-#include "bench/bench_util.h"
+#include "bench/serve_prompts.h"
 #include "client/http_client.h"
 
 namespace loragate::bench {
@@ -60,72 +59,11 @@ std::vector<double> poisson_arrivals(int n, double rate, uint64_t seed) {
   return t;
 }
 
-// --- statistics --------------------------------------------------------------
-
-double RequestOutcome::tpot_s() const {
-  if (output_tokens < 2) return 0.0;
-  return (e2e_s - ttft_s) / static_cast<double>(output_tokens - 1);
-}
-
-LatencyStats latency_stats_ms(const std::vector<double>& seconds) {
-  LatencyStats s;
-  if (seconds.empty()) return s;
-  std::vector<double> ms(seconds.size());
-  std::transform(seconds.begin(), seconds.end(), ms.begin(), [](double x) { return x * 1000.0; });
-  s.mean = std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(ms.size());
-  s.median = median(ms);
-  s.p99 = percentile(std::move(ms), 99.0);
-  return s;
-}
-
-ServeBenchReport summarize_serve(const std::vector<RequestOutcome>& outcomes, double duration_s,
-                                 const ServeBenchOptions& options) {
-  ServeBenchReport r;
-  r.duration_s = duration_s;
-  r.has_slo = options.slo_ttft_ms > 0 || options.slo_tpot_ms > 0;
-  std::vector<double> ttft, tpot, itl, e2e, queue;
-  for (const RequestOutcome& o : outcomes) {
-    ++r.requests_per_model[o.model];
-    if (o.model == options.model) ++r.base_requests;
-    queue.push_back(o.queue_s);
-    if (!o.ok) {
-      ++r.failed;
-      ++r.failures_by_status[o.status];
-      if (r.first_error.empty()) r.first_error = o.error;
-      continue;
-    }
-    ++r.completed;
-    r.input_tokens += o.prompt_tokens;
-    r.output_tokens += o.output_tokens;
-    ttft.push_back(o.ttft_s);
-    if (o.output_tokens > 1) tpot.push_back(o.tpot_s());
-    itl.insert(itl.end(), o.itl_s.begin(), o.itl_s.end());
-    e2e.push_back(o.e2e_s);
-    const bool ttft_ok = options.slo_ttft_ms <= 0 || o.ttft_s * 1000.0 <= options.slo_ttft_ms;
-    const bool tpot_ok = options.slo_tpot_ms <= 0 || o.tpot_s() * 1000.0 <= options.slo_tpot_ms;
-    if (ttft_ok && tpot_ok) ++r.good;
-  }
-  if (duration_s > 0) {
-    r.request_throughput = r.completed / duration_s;
-    r.output_throughput = static_cast<double>(r.output_tokens) / duration_s;
-    r.total_token_throughput = static_cast<double>(r.input_tokens + r.output_tokens) / duration_s;
-    r.goodput = r.good / duration_s;
-  }
-  r.ttft = latency_stats_ms(ttft);
-  r.tpot = latency_stats_ms(tpot);
-  r.itl = latency_stats_ms(itl);
-  r.e2e = latency_stats_ms(e2e);
-  r.queue = latency_stats_ms(queue);
-  return r;
-}
+// --- the run -----------------------------------------------------------------
 
 namespace {
 
-std::string row(const std::string& label, const std::string& value) {
-  char buf[256];
-  std::snprintf(buf, sizeof(buf), "%-40s %s\n", label.c_str(), value.c_str());
-  return buf;
-}
+using Clock = std::chrono::steady_clock;
 
 std::string num(double v, int digits = 2) {
   char buf[64];
@@ -133,71 +71,13 @@ std::string num(double v, int digits = 2) {
   return buf;
 }
 
-std::string banner(const std::string& title, char fill) {
-  const size_t width = 50;
-  if (title.empty()) return std::string(width, fill) + "\n";
-  const size_t left = title.size() + 2 >= width ? 0 : (width - title.size() - 2) / 2;
-  const size_t right = title.size() + 2 >= width ? 0 : width - title.size() - 2 - left;
-  return std::string(left, fill) + " " + title + " " + std::string(right, fill) + "\n";
-}
-
-std::string latency_block(const std::string& title, const std::string& name, const LatencyStats& s) {
-  std::string out = banner(title, '-');
-  out += row("Mean " + name + " (ms):", num(s.mean));
-  out += row("Median " + name + " (ms):", num(s.median));
-  out += row("P99 " + name + " (ms):", num(s.p99));
-  return out;
-}
-
-}  // namespace
-
-std::string format_serve_report(const ServeBenchReport& r, const ServeBenchOptions& o) {
-  std::string out = banner("Serving Benchmark Result", '=');
-  out += row("Successful requests:", std::to_string(r.completed));
-  out += row("Failed requests:", std::to_string(r.failed));
-  for (const auto& [status, count] : r.failures_by_status) {
-    out += row(status == 0 ? "  no HTTP error status (transport/stream):" : "  HTTP " + std::to_string(status) + ":",
-               std::to_string(count));
-  }
-  out += row("Benchmark duration (s):", num(r.duration_s));
-  out += row("Total input tokens:", std::to_string(r.input_tokens));
-  out += row("Total generated tokens:", std::to_string(r.output_tokens));
-  out += row("Request throughput (req/s):", num(r.request_throughput));
-  out += row("Output token throughput (tok/s):", num(r.output_throughput));
-  out += row("Total Token throughput (tok/s):", num(r.total_token_throughput));
-  if (r.has_slo) {
-    std::string slo;
-    if (o.slo_ttft_ms > 0) slo += "TTFT<=" + num(o.slo_ttft_ms, 0) + "ms";
-    if (o.slo_tpot_ms > 0) slo += std::string(slo.empty() ? "" : ", ") + "TPOT<=" + num(o.slo_tpot_ms, 0) + "ms";
-    out += row("SLO:", slo);
-    out += row("Requests within SLO:", std::to_string(r.good));
-    out += row("Request goodput (req/s):", num(r.goodput));
-  }
-  int adapters_used = 0;
-  for (const auto& [model, count] : r.requests_per_model) adapters_used += model == o.model ? 0 : 1;
-  out += row("Requests to the base model:", std::to_string(r.base_requests));
-  out += row("Distinct adapters used:", std::to_string(adapters_used));
-  out += row("Mean client queueing (ms):", num(r.queue.mean));
-  out += latency_block("Time to First Token", "TTFT", r.ttft);
-  out += latency_block("Time per Output Token (excl. 1st token)", "TPOT", r.tpot);
-  out += latency_block("Inter-token Latency", "ITL", r.itl);
-  out += latency_block("End-to-end Latency", "E2EL", r.e2e);
-  out += banner("", '=');
-  if (!r.first_error.empty()) out += "first error: " + r.first_error + "\n";
-  return out;
-}
-
-// --- the run -----------------------------------------------------------------
-
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
 double since(Clock::time_point t0, Clock::time_point t) { return std::chrono::duration<double>(t - t0).count(); }
 
+// One conversation: its model, its first turn (made before the clock starts) and when it arrives.
 struct Job {
   std::string model;
-  std::string body;
+  BenchPrompt first_prompt;
+  std::string first_body;
   double arrival_s = 0;
 };
 
@@ -244,31 +124,15 @@ Status resolve_models(const ServeBenchOptions& o, ServeBenchOptions* resolved, s
   return Status::ok();
 }
 
-const char* const kWords[] = {
-    "the",   "of",    "and",   "to",    "in",    "is",    "that",  "for",   "it",    "as",    "was",   "with",
-    "be",    "by",    "on",    "not",   "he",    "this",  "are",   "or",    "his",   "from",  "at",    "which",
-    "but",   "have",  "an",    "had",   "they",  "you",   "were",  "their", "one",   "all",   "we",    "can",
-    "her",   "has",   "there", "been",  "if",    "more",  "when",  "will",  "would", "who",   "so",    "no",
-    "time",  "people", "year", "way",   "day",   "man",   "thing", "woman", "life",  "child", "world", "school",
-    "state", "family", "group", "water"};
-
-std::string make_body(const ServeBenchOptions& o, const std::string& model, int index) {
-  std::mt19937_64 rng(o.seed * 1000003ull + static_cast<uint64_t>(index) + 1);
+// The request body of request `index` (conversation * turns + turn); `salt` "" sends no cache_salt.
+std::string make_body(const ServeBenchOptions& o, const std::string& model, const BenchPrompt& prompt, int index,
+                      const std::string& salt) {
   json body;
   body["model"] = model;
   if (o.token_ids) {
-    std::uniform_int_distribution<int> id(3, std::max(3, o.vocab - 1));
-    json ids = json::array();
-    for (int i = 0; i < o.prompt_len; ++i) ids.push_back(id(rng));
-    body["prompt"] = std::move(ids);
+    body["prompt"] = prompt.ids;
   } else {
-    std::uniform_int_distribution<size_t> w(0, std::size(kWords) - 1);
-    std::string text;
-    for (int i = 0; i < o.prompt_len; ++i) {
-      if (i) text.push_back(' ');
-      text += kWords[w(rng)];
-    }
-    body["prompt"] = std::move(text);
+    body["prompt"] = prompt.text;
   }
   body["max_tokens"] = o.max_tokens;
   body["temperature"] = o.temperature;
@@ -276,21 +140,36 @@ std::string make_body(const ServeBenchOptions& o, const std::string& model, int 
   body["ignore_eos"] = true;  // every request generates max_tokens
   body["stream"] = true;
   body["stream_options"] = {{"include_usage", true}};
+  if (!salt.empty()) body["cache_salt"] = salt;
+  // vLLM's way to get the answer's ids, so the next turn extends it exactly; servers without it ignore it.
+  if (o.token_ids && o.turns > 1) body["return_token_ids"] = true;
   return body.dump();
 }
 
-RequestOutcome run_one(client::HttpClient& http, const Job& job, Clock::time_point t0) {
+// A number no earlier run drew: the cache_salt of one run's requests must match no other run's.
+std::string run_nonce() {
+  std::random_device rd;
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%08x%08x", rd(), rd());
+  return buf;
+}
+
+// Sends one request and reads its stream; the answer's text (and ids, where
+// the stream carries them) go to `answer`, for the conversation's next turn.
+RequestOutcome run_one(client::HttpClient& http, const std::string& model, const std::string& body,
+                       double arrival_s, Clock::time_point t0, TurnAnswer* answer) {
   RequestOutcome out;
-  out.model = job.model;
+  out.model = model;
+  *answer = TurnAnswer{};
   const Clock::time_point start = Clock::now();
   out.send_s = since(t0, start);
-  out.queue_s = std::max(0.0, out.send_s - job.arrival_s);
+  out.queue_s = std::max(0.0, out.send_s - arrival_s);
   Clock::time_point last = start;
   int64_t token_events = 0;
   int64_t usage_tokens = -1;
   bool done = false;
   std::string stream_error;
-  auto res = http.stream("POST", "/v1/completions", job.body, {}, [&](const client::SseEvent& ev) {
+  auto res = http.stream("POST", "/v1/completions", body, {}, [&](const client::SseEvent& ev) {
     const Clock::time_point now = Clock::now();
     if (ev.data == "[DONE]") {
       done = true;
@@ -314,12 +193,24 @@ RequestOutcome run_one(client::HttpClient& http, const Job& job, Clock::time_poi
       if (u->contains("prompt_tokens") && (*u)["prompt_tokens"].is_number_integer()) {
         out.prompt_tokens = (*u)["prompt_tokens"].get<int64_t>();
       }
+      if (auto d = u->find("prompt_tokens_details"); d != u->end() && d->is_object() &&
+                                                     d->contains("cached_tokens") &&
+                                                     (*d)["cached_tokens"].is_number_integer()) {
+        out.cached_tokens = (*d)["cached_tokens"].get<int64_t>();
+      }
     }
     bool has_text = false;
     if (auto c = j.find("choices"); c != j.end() && c->is_array() && !c->empty()) {
       const json& first = (*c)[0];
       if (first.is_object() && first.contains("text") && first["text"].is_string()) {
-        has_text = !first["text"].get_ref<const std::string&>().empty();
+        const std::string& text = first["text"].get_ref<const std::string&>();
+        has_text = !text.empty();
+        answer->text += text;
+      }
+      if (first.is_object() && first.contains("token_ids") && first["token_ids"].is_array()) {
+        for (const json& id : first["token_ids"]) {
+          if (id.is_number_integer()) answer->ids.push_back(id.get<int32_t>());
+        }
       }
     }
     if (has_text) {
@@ -354,11 +245,46 @@ RequestOutcome run_one(client::HttpClient& http, const Job& job, Clock::time_poi
 
 json outcome_json(const RequestOutcome& o) {
   return {{"model", o.model},         {"ok", o.ok},
+          {"conversation", o.conversation}, {"turn", o.turn},
+          {"cached_tokens", o.cached_tokens},
           {"status", o.status},       {"error", o.error},
           {"send_s", o.send_s},       {"queue_ms", o.queue_s * 1e3},
           {"ttft_ms", o.ttft_s * 1e3}, {"tpot_ms", o.tpot_s() * 1e3},
           {"e2e_ms", o.e2e_s * 1e3},  {"prompt_tokens", o.prompt_tokens},
           {"output_tokens", o.output_tokens}};
+}
+
+// The turns of conversation `c` in order, each prompt extending the last
+// with its answer; outcomes land at c * turns + turn. A failed turn ends the
+// conversation: the turns it leaves unsent count as failed too.
+void run_conversation(client::HttpClient& http, const ServeBenchOptions& o, const ServePrompts& prompts,
+                      const Job& job, int c, const std::string& salt_stem, Clock::time_point t0,
+                      RequestOutcome* outcomes) {
+  BenchPrompt prompt;
+  TurnAnswer answer;
+  for (int t = 0; t < o.turns; ++t) {
+    const int index = c * o.turns + t;
+    RequestOutcome& out = outcomes[t];
+    if (t == 0) {
+      out = run_one(http, job.model, job.first_body, job.arrival_s, t0, &answer);
+    } else {
+      prompt = prompts.next(t == 1 ? job.first_prompt : prompt, answer, c, t);
+      const std::string salt = salt_stem.empty() ? "" : salt_stem + std::to_string(index);
+      out = run_one(http, job.model, make_body(o, job.model, prompt, index, salt), since(t0, Clock::now()), t0,
+                    &answer);
+    }
+    out.conversation = c;
+    out.turn = t;
+    if (out.ok) continue;
+    for (int rest = t + 1; rest < o.turns; ++rest) {
+      RequestOutcome& skipped = outcomes[rest];
+      skipped.model = job.model;
+      skipped.conversation = c;
+      skipped.turn = rest;
+      skipped.error = "not sent: turn " + std::to_string(t) + " of its conversation failed";
+    }
+    return;
+  }
 }
 
 json stats_json(const LatencyStats& s) { return {{"mean", s.mean}, {"median", s.median}, {"p99", s.p99}}; }
@@ -372,35 +298,52 @@ Result<ServeBenchReport> run_serve_bench(const ServeBenchOptions& options, std::
   if (options.base_fraction < 0 || options.base_fraction > 1) {
     return Status::invalid_argument("--base-fraction must be within [0, 1]");
   }
+  if (options.turns < 1) return Status::invalid_argument("--turns must be at least 1");
+  if (options.shared_prefix_len < 0) return Status::invalid_argument("--shared-prefix-len must not be negative");
+  if (static_cast<int64_t>(options.requests) * options.turns > (int64_t{1} << 30)) {
+    return Status::invalid_argument("--requests x --turns is too many requests");
+  }
   LG_RETURN_IF_ERROR(client::parse_url(options.url).status());
 
   ServeBenchOptions o;
   std::vector<std::string> adapters;
   LG_RETURN_IF_ERROR(resolve_models(options, &o, &adapters));
 
-  // Every request's model, body and arrival, fixed by the seed before the clock starts.
+  // Every conversation's model, first request and arrival, fixed by the seed
+  // before the clock starts (later turns depend on the answers); one adapter per conversation.
   const ZipfSampler zipf(static_cast<int>(adapters.size()), o.zipf_s);
   std::mt19937_64 pick(o.seed + 17);
   const std::vector<double> arrivals = poisson_arrivals(o.requests, o.rate, o.seed);
+  const ServePrompts prompts(o);
+  const std::string salt_stem = o.cache_salt_per_request ? "lg-bench-" + run_nonce() + "-" : "";
   std::vector<Job> jobs(static_cast<size_t>(o.requests));
   for (int i = 0; i < o.requests; ++i) {
     Job& job = jobs[static_cast<size_t>(i)];
     const bool base = adapters.empty() || std::uniform_real_distribution<double>(0, 1)(pick) < o.base_fraction;
     job.model = base ? o.model : o.model_prefix + adapters[static_cast<size_t>(zipf.sample(pick))];
-    job.body = make_body(o, job.model, i);
+    job.first_prompt = prompts.first(i);
+    const int index = i * o.turns;
+    job.first_body =
+        make_body(o, job.model, job.first_prompt, index, salt_stem.empty() ? "" : salt_stem + std::to_string(index));
     job.arrival_s = arrivals[static_cast<size_t>(i)];
   }
 
-  out << "bench serve: " << o.requests << " requests to " << o.url << " at "
+  out << "bench serve: "
+      << (o.turns > 1 ? std::to_string(o.requests) + " conversations of " + std::to_string(o.turns) + " turns"
+                      : std::to_string(o.requests) + " requests")
+      << " to " << o.url << " at "
       << (std::isinf(o.rate) ? std::string("once") : num(o.rate) + " req/s (Poisson)") << ", "
       << (adapters.empty() ? std::string("base model only")
                            : std::to_string(adapters.size()) + " adapters (Zipf s=" + num(o.zipf_s) + ")" +
                                  (o.base_fraction > 0 ? ", base share " + num(o.base_fraction) : ""))
-      << ", prompt " << o.prompt_len << (o.token_ids ? " ids" : " words") << ", max_tokens " << o.max_tokens
-      << ", " << std::min(o.concurrency, o.requests) << " client threads\n";
+      << ", prompt " << o.prompt_len << (o.token_ids ? " ids" : " words")
+      << (o.shared_prefix_len > 0 ? " after a shared prefix of " + std::to_string(o.shared_prefix_len) : "")
+      << (o.turns > 1 ? " per turn (each turn extends the last with its answer)" : "") << ", max_tokens "
+      << o.max_tokens << (o.cache_salt_per_request ? ", a cache_salt per request" : "") << ", "
+      << std::min(o.concurrency, o.requests) << " client threads\n";
   out.flush();
 
-  std::vector<RequestOutcome> outcomes(jobs.size());
+  std::vector<RequestOutcome> outcomes(jobs.size() * static_cast<size_t>(o.turns));
   std::mutex mu;
   std::condition_variable cv;
   std::deque<size_t> ready;
@@ -422,7 +365,8 @@ Result<ServeBenchReport> run_serve_bench(const ServeBenchOptions& options, std::
         i = ready.front();
         ready.pop_front();
       }
-      outcomes[i] = run_one(http, jobs[i], t0);
+      run_conversation(http, o, prompts, jobs[i], static_cast<int>(i), salt_stem, t0,
+                       &outcomes[i * static_cast<size_t>(o.turns)]);
       const int64_t end_ns =
           std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
       int64_t prev = finished_ns.load();
@@ -459,6 +403,10 @@ Result<ServeBenchReport> run_serve_bench(const ServeBenchOptions& options, std::
     json j = {{"url", o.url},
               {"rate", std::isinf(o.rate) ? json("inf") : json(o.rate)},
               {"requests", o.requests},
+              {"turns", o.turns},
+              {"shared_prefix_len", o.shared_prefix_len},
+              {"cache_salt_per_request", o.cache_salt_per_request},
+              {"token_ids", o.token_ids},
               {"adapters", adapters},
               {"zipf_s", o.zipf_s},
               {"base_model", o.model},
@@ -479,7 +427,13 @@ Result<ServeBenchReport> run_serve_bench(const ServeBenchOptions& options, std::
               {"ttft_ms", stats_json(report.ttft)},
               {"tpot_ms", stats_json(report.tpot)},
               {"itl_ms", stats_json(report.itl)},
-              {"e2e_ms", stats_json(report.e2e)}};
+              {"e2e_ms", stats_json(report.e2e)},
+              {"cached_tokens", report.cached_tokens},
+              {"hit_rate", report.hit_rate},
+              {"hit_requests", report.hit_requests},
+              {"miss_requests", report.miss_requests},
+              {"ttft_hits_ms", stats_json(report.ttft_hits)},
+              {"ttft_misses_ms", stats_json(report.ttft_misses)}};
     json failures = json::object();
     for (const auto& [status, count] : report.failures_by_status) failures[std::to_string(status)] = count;
     j["failures_by_status"] = std::move(failures);

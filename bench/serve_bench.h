@@ -3,6 +3,14 @@
 // each picks the base model or one of K adapters with Zipf skew, streams
 // /v1/completions, and the client measures TTFT, TPOT, every inter-token gap
 // and end-to-end latency; the summary adds throughput and SLO goodput.
+//
+// For a prefix cache (issue 23): every prompt may start with one shared
+// system prompt (shared_prefix_len), a request may be a conversation of
+// several turns, each prompt extending the last (turns), and every request
+// may carry a cache_salt of its own (a workload with no hits). The client
+// reads usage.prompt_tokens_details.cached_tokens from the stream's usage
+// chunk and splits TTFT between requests that hit the cache and those that
+// did not.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +28,7 @@ namespace loragate::bench {
 struct ServeBenchOptions {
   std::string url = "http://127.0.0.1:8000";
   double rate = std::numeric_limits<double>::infinity();  // requests/s; inf: all at once
-  int requests = 100;
+  int requests = 100;         // conversations with turns > 1 (each sends `turns` requests)
   int adapters = -1;         // K; -1: every adapter named or served; 0: the base model only
   double zipf_s = 1.0;       // adapter popularity ∝ 1 / rank^s (0: uniform)
   double base_fraction = 0;  // share of requests sent to the base model instead of an adapter
@@ -38,6 +46,9 @@ struct ServeBenchOptions {
   double temperature = 0.0;
   double timeout_s = 600;    // the longest silence of one request's stream
   std::string result_json;   // also write the summary (and per-request figures) here
+  int shared_prefix_len = 0;  // words (or ids) of one system prompt in front of every prompt; 0: none
+  int turns = 1;              // requests per conversation; turn k's prompt extends turn k-1's with its answer
+  bool cache_salt_per_request = false;  // a unique cache_salt on every request: nothing can hit
 };
 
 // Ranks 0..n-1 with P(k) ∝ 1 / (k + 1)^s.
@@ -59,6 +70,8 @@ std::vector<double> poisson_arrivals(int n, double rate, uint64_t seed);
 // One request as the client saw it.
 struct RequestOutcome {
   std::string model;
+  int conversation = 0;    // with turns: which conversation, and which of its turns
+  int turn = 0;
   bool ok = false;
   int status = 0;          // HTTP status; 0 when no response came
   std::string error;
@@ -69,6 +82,7 @@ struct RequestOutcome {
   std::vector<double> itl_s;  // gaps between successive token events
   int64_t prompt_tokens = 0;
   int64_t output_tokens = 0;
+  int64_t cached_tokens = 0;  // usage.prompt_tokens_details.cached_tokens (0 when absent)
 
   // (e2e − TTFT) / (tokens − 1); 0 with fewer than two tokens.
   double tpot_s() const;
@@ -97,6 +111,11 @@ struct ServeBenchReport {
   double goodput = 0;    // good / duration
   std::map<std::string, int> requests_per_model;
   int base_requests = 0;
+  // The prefix cache, over completed requests: a hit is a request with cached_tokens > 0.
+  int64_t cached_tokens = 0;
+  double hit_rate = 0;  // cached_tokens / input_tokens
+  int hit_requests = 0, miss_requests = 0;
+  LatencyStats ttft_hits, ttft_misses;
 };
 
 ServeBenchReport summarize_serve(const std::vector<RequestOutcome>& outcomes, double duration_s,

@@ -40,7 +40,9 @@ void add_bench_serve_command(CLI::App& bench) {
   cmd->add_option("--rate", s->rate, "Requests per second, Poisson; 'inf' sends all at once")
       ->check(CLI::Validator(check_rate, "RATE"))
       ->capture_default_str();
-  cmd->add_option("--requests", s->o.requests, "Requests to send")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--requests", s->o.requests, "Requests to send (conversations with --turns > 1)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--adapters", s->o.adapters,
                   "Adapters to spread requests over (K); default all named/served, 0 = base model only")
       ->check(CLI::Range(-1, 1 << 20));
@@ -73,6 +75,16 @@ void add_bench_serve_command(CLI::App& bench) {
   cmd->add_option("--temperature", s->o.temperature, "Sampling temperature")->check(CLI::NonNegativeNumber);
   cmd->add_option("--timeout", s->o.timeout_s, "Seconds a stream may stay silent before it fails")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--shared-prefix-len", s->o.shared_prefix_len,
+                  "Words (or ids with --token-ids) of one system prompt, fixed by the seed, before every prompt")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--turns", s->o.turns,
+                  "Requests per conversation, in order: each prompt is the last one, its answer and a new "
+                  "--prompt-len user turn")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  cmd->add_flag("--cache-salt-per-request", s->o.cache_salt_per_request,
+                "Send a unique cache_salt with every request: a prefix cache can find nothing");
   cmd->add_option("--result-json", s->o.result_json, "Also write the summary and per-request figures here");
   cmd->callback([s] {
     s->o.rate = (s->rate == "inf" || s->rate == "infinity") ? std::numeric_limits<double>::infinity()

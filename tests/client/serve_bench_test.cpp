@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -183,11 +184,63 @@ TEST(SummaryTest, TpotThroughputAndGoodput) {
   EXPECT_EQ(value_of(text, "Distinct adapters used:"), "2") << text;
 }
 
+TEST(SummaryTest, SplitsTtftBetweenCacheHitsAndMisses) {
+  ServeBenchOptions o;
+  std::vector<RequestOutcome> v = {
+      outcome("a", 0.500, 0.6, 4, 100),  // misses
+      outcome("a", 0.300, 0.6, 4, 100),
+      outcome("a", 0.020, 0.1, 4, 100),  // hits
+      outcome("b", 0.040, 0.1, 4, 100),
+      outcome("b", 0.030, 0.1, 4, 100),
+  };
+  v[2].cached_tokens = 96;
+  v[3].cached_tokens = 64;
+  v[4].cached_tokens = 32;
+  RequestOutcome failed;  // a failed request counts in neither
+  failed.model = "a";
+  failed.cached_tokens = 80;
+  failed.ttft_s = 9;
+  v.push_back(failed);
+
+  const ServeBenchReport r = summarize_serve(v, 1.0, o);
+  EXPECT_EQ(r.completed, 5);
+  EXPECT_EQ(r.cached_tokens, 192);
+  EXPECT_EQ(r.input_tokens, 500);
+  EXPECT_NEAR(r.hit_rate, 192.0 / 500.0, 1e-12);
+  EXPECT_EQ(r.hit_requests, 3);
+  EXPECT_EQ(r.miss_requests, 2);
+  EXPECT_NEAR(r.ttft_hits.median, 30.0, 1e-9);
+  EXPECT_NEAR(r.ttft_hits.p99, 40.0, 1e-9);
+  EXPECT_NEAR(r.ttft_misses.median, 500.0, 1e-9);  // nearest rank of two: the upper
+  EXPECT_NEAR(r.ttft_misses.mean, 400.0, 1e-9);
+  EXPECT_NEAR(r.ttft.median, 40.0, 1e-9);  // all five together
+
+  const std::string text = format_serve_report(r, o);
+  EXPECT_EQ(value_of(text, "Cached prompt tokens:"), "192") << text;
+  EXPECT_EQ(value_of(text, "Hit rate (cached / prompt tokens) (%):"), "38.40") << text;
+  EXPECT_EQ(value_of(text, "Requests with a hit (cached > 0):"), "3") << text;
+  EXPECT_EQ(value_of(text, "Requests without:"), "2") << text;
+  EXPECT_EQ(value_of(text, "Median TTFT, hits (ms):"), "30.00") << text;
+  EXPECT_EQ(value_of(text, "P99 TTFT, misses (ms):"), "500.00") << text;
+
+  // No hits at all: the hit figures are zero, the misses carry every request.
+  for (RequestOutcome& oc : v) oc.cached_tokens = 0;
+  const ServeBenchReport cold = summarize_serve(v, 1.0, o);
+  EXPECT_EQ(cold.hit_rate, 0.0);
+  EXPECT_EQ(cold.hit_requests, 0);
+  EXPECT_EQ(cold.miss_requests, 5);
+  EXPECT_EQ(cold.ttft_hits.median, 0.0);
+  EXPECT_NEAR(cold.ttft_misses.median, cold.ttft.median, 1e-12);
+}
+
 // --- against a fake OpenAI server ---
 
 // /v1/models lists base + a0..a2 (and one adapter of another model);
 // /v1/completions streams max_tokens one-word deltas, a finish event, usage
 // and [DONE]. Model "broken" answers 404; "midfail" breaks off with an error event.
+// A toy prefix cache: usage reports as cached the longest prefix, in whole
+// 16-token blocks, shared with an earlier prompt of the same model and
+// cache_salt (words count as tokens). With return_token_ids each delta carries its id.
 struct FakeOpenAI {
   FakeOpenAI()
       : server([this](const testing::tiny::Request& req, testing::tiny::tcp::socket& s) { return handle(req, s); }) {}
@@ -219,11 +272,16 @@ struct FakeOpenAI {
       return true;
     }
     const int n = body["max_tokens"];
-    int64_t prompt_tokens = static_cast<int64_t>(body["prompt"].size());
+    std::vector<std::string> tokens;
     if (body["prompt"].is_string()) {
-      const std::string& text = body["prompt"].get_ref<const std::string&>();
-      prompt_tokens = static_cast<int64_t>(std::count(text.begin(), text.end(), ' ')) + 1;
+      std::istringstream words(body["prompt"].get<std::string>());
+      for (std::string w; words >> w;) tokens.push_back(w);
+    } else {
+      for (const json& id : body["prompt"]) tokens.push_back(id.dump());
     }
+    const int64_t prompt_tokens = static_cast<int64_t>(tokens.size());
+    const int64_t cached = cached_prefix(model + "|" + body.value("cache_salt", ""), tokens);
+    const bool with_ids = body.value("return_token_ids", false);
     TinyServer::write_raw(s, TinyServer::sse_head());
     auto event = [&](const json& j) { return TinyServer::write_raw(s, TinyServer::chunk("data: " + j.dump() + "\n\n")); };
     for (int i = 0; i < n; ++i) {
@@ -232,22 +290,41 @@ struct FakeOpenAI {
         event({{"error", {{"message", "generation failed: boom"}, {"code", 500}}}});
         break;
       }
-      if (!event({{"object", "text_completion"}, {"choices", {{{"index", 0}, {"text", " w"}, {"finish_reason", nullptr}}}}})) {
-        return false;
-      }
+      json choice = {{"index", 0}, {"text", " w"}, {"finish_reason", nullptr}};
+      if (with_ids) choice["token_ids"] = {100 + i};
+      if (!event({{"object", "text_completion"}, {"choices", {choice}}})) return false;
     }
     if (model != "midfail") {
       event({{"choices", {{{"index", 0}, {"text", ""}, {"finish_reason", "length"}}}}});
       event({{"choices", json::array()},
-             {"usage", {{"prompt_tokens", prompt_tokens}, {"completion_tokens", n}, {"total_tokens", prompt_tokens + n}}}});
+             {"usage",
+              {{"prompt_tokens", prompt_tokens},
+               {"completion_tokens", n},
+               {"total_tokens", prompt_tokens + n},
+               {"prompt_tokens_details", {{"cached_tokens", cached}}}}}});
     }
     TinyServer::write_raw(s, TinyServer::chunk("data: [DONE]\n\n"));
     TinyServer::write_raw(s, TinyServer::chunk(""));
     return true;
   }
 
+  // Tokens of `tokens` found in whole blocks before (never the last one), and remembers `tokens`.
+  int64_t cached_prefix(const std::string& key, const std::vector<std::string>& tokens) {
+    std::lock_guard<std::mutex> lock(mu);
+    size_t best = 0;
+    for (const auto& seen : prompts[key]) {
+      size_t same = 0;
+      while (same < seen.size() && same < tokens.size() && seen[same] == tokens[same]) ++same;
+      best = std::max(best, same);
+    }
+    prompts[key].push_back(tokens);
+    if (!tokens.empty()) best = std::min(best, tokens.size() - 1);
+    return static_cast<int64_t>(best / 16 * 16);
+  }
+
   std::mutex mu;
   std::vector<json> bodies;
+  std::map<std::string, std::vector<std::vector<std::string>>> prompts;  // by model|salt
   TinyServer server;
 };
 
@@ -374,6 +451,202 @@ TEST(ServeBenchTest, PrefixAndBaseShare) {
   for (const auto& [model, count] : r->requests_per_model) {
     EXPECT_TRUE(model == "base" || model == "base:x" || model == "base:y") << model;
   }
+}
+
+// The request bodies the fake saw, by their "seed" (o.seed + conversation * turns + turn).
+std::map<int, json> bodies_by_index(FakeOpenAI& fake, const ServeBenchOptions& o) {
+  std::lock_guard<std::mutex> lock(fake.mu);
+  std::map<int, json> by;
+  for (const json& b : fake.bodies) by[static_cast<int>(b["seed"].get<uint64_t>() - o.seed)] = b;
+  return by;
+}
+
+json read_json(const std::string& path) {
+  std::ifstream f(path);
+  return json::parse(f);
+}
+
+TEST(ServeBenchTest, SharedPrefixHitsAfterEachModelsFirstRequest) {
+  FakeOpenAI fake;
+  ServeBenchOptions o = small(fake);
+  o.token_ids = true;
+  o.vocab = 1000;
+  o.shared_prefix_len = 40;
+  o.prompt_len = 8;
+  o.requests = 12;
+  o.concurrency = 1;  // in order: each model's first request is its only miss
+  o.result_json = ::testing::TempDir() + "serve_bench_prefix.json";
+  std::ostringstream out;
+  auto r = run_serve_bench(o, out);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ(r->completed, 12) << out.str();
+  const int models = static_cast<int>(r->requests_per_model.size());
+  EXPECT_EQ(r->miss_requests, models);
+  EXPECT_EQ(r->hit_requests, 12 - models);
+  EXPECT_EQ(r->cached_tokens, 32 * (12 - models));  // the 40-token prefix in whole 16-token blocks
+  EXPECT_EQ(r->input_tokens, 12 * 48);
+  EXPECT_NEAR(r->hit_rate, 32.0 * (12 - models) / (12 * 48), 1e-12);
+  EXPECT_NE(out.str().find("Prefix Cache"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("after a shared prefix of 40"), std::string::npos) << out.str();
+
+  ASSERT_EQ(fake.bodies.size(), 12u);
+  const json prefix(std::vector<json>(fake.bodies[0]["prompt"].begin(), fake.bodies[0]["prompt"].begin() + 40));
+  std::set<std::string> tails;
+  for (const json& b : fake.bodies) {
+    ASSERT_EQ(b["prompt"].size(), 48u);
+    EXPECT_EQ(json(std::vector<json>(b["prompt"].begin(), b["prompt"].begin() + 40)), prefix);
+    tails.insert(json(std::vector<json>(b["prompt"].begin() + 40, b["prompt"].end())).dump());
+    EXPECT_FALSE(b.contains("cache_salt"));
+    EXPECT_FALSE(b.contains("return_token_ids"));  // single turns need no ids back
+  }
+  EXPECT_EQ(tails.size(), 12u);
+
+  const json j = read_json(o.result_json);
+  EXPECT_EQ(j["shared_prefix_len"], 40);
+  EXPECT_EQ(j["cached_tokens"], r->cached_tokens);
+  EXPECT_EQ(j["hit_requests"], r->hit_requests);
+  EXPECT_NEAR(j["hit_rate"].get<double>(), r->hit_rate, 1e-12);
+  EXPECT_NEAR(j["ttft_hits_ms"]["median"].get<double>(), r->ttft_hits.median, 1e-9);
+  EXPECT_NEAR(j["ttft_misses_ms"]["p99"].get<double>(), r->ttft_misses.p99, 1e-9);
+  int64_t cached = 0;
+  for (const json& pr : j["per_request"]) cached += pr["cached_tokens"].get<int64_t>();
+  EXPECT_EQ(cached, r->cached_tokens);
+  std::remove(o.result_json.c_str());
+}
+
+TEST(ServeBenchTest, ACacheSaltPerRequestLeavesNothingToHit) {
+  FakeOpenAI fake;
+  ServeBenchOptions o = small(fake);
+  o.shared_prefix_len = 40;  // words: the same prefix every time, but never the same salt
+  o.requests = 10;
+  o.concurrency = 2;
+  o.cache_salt_per_request = true;
+  std::ostringstream out;
+  auto r = run_serve_bench(o, out);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r->completed, 10);
+  EXPECT_EQ(r->hit_requests, 0);
+  EXPECT_EQ(r->miss_requests, 10);
+  EXPECT_EQ(r->cached_tokens, 0);
+  std::set<std::string> salts;
+  for (const json& b : fake.bodies) {
+    ASSERT_TRUE(b.contains("cache_salt"));
+    salts.insert(b["cache_salt"].get<std::string>());
+  }
+  EXPECT_EQ(salts.size(), 10u);
+
+  // Another run of the same options salts differently: nothing it sends can hit the first run's prompts.
+  std::ostringstream again;
+  ASSERT_TRUE(run_serve_bench(o, again).is_ok());
+  for (const json& b : fake.bodies) salts.insert(b["cache_salt"].get<std::string>());
+  EXPECT_EQ(salts.size(), 20u);
+}
+
+TEST(ServeBenchTest, EachTurnExtendsThePreviousPromptWithItsAnswerIds) {
+  FakeOpenAI fake;
+  ServeBenchOptions o = small(fake);
+  o.token_ids = true;
+  o.vocab = 1000;
+  o.prompt_len = 20;
+  o.requests = 3;  // conversations
+  o.turns = 4;
+  o.concurrency = 2;
+  o.result_json = ::testing::TempDir() + "serve_bench_turns.json";
+  std::ostringstream out;
+  auto r = run_serve_bench(o, out);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r->completed, 12) << out.str();
+  EXPECT_EQ(r->miss_requests, 3);  // each conversation's first turn
+  EXPECT_EQ(r->hit_requests, 9);
+  // Turn t finds turn t-1's prompt: 20, 45, 70 tokens, in whole blocks: 16 + 32 + 64 per conversation.
+  EXPECT_EQ(r->cached_tokens, 3 * (16 + 32 + 64));
+  EXPECT_NE(out.str().find("3 conversations of 4 turns"), std::string::npos) << out.str();
+
+  const std::map<int, json> by = bodies_by_index(fake, o);
+  ASSERT_EQ(by.size(), 12u);
+  for (int c = 0; c < 3; ++c) {
+    for (int t = 1; t < 4; ++t) {
+      const json& prev = by.at(c * 4 + t - 1);
+      const json& cur = by.at(c * 4 + t);
+      EXPECT_EQ(cur["model"], prev["model"]);  // one adapter per conversation
+      EXPECT_EQ(cur["return_token_ids"], true);
+      ASSERT_EQ(cur["prompt"].size(), prev["prompt"].size() + 5 + 20);
+      json want = prev["prompt"];
+      for (int i = 0; i < 5; ++i) want.push_back(100 + i);  // the answer's ids, as the fake streamed them
+      EXPECT_EQ(json(std::vector<json>(cur["prompt"].begin(), cur["prompt"].begin() + static_cast<ptrdiff_t>(want.size()))),
+                want)
+          << "conversation " << c << ", turn " << t;
+    }
+  }
+  const json j = read_json(o.result_json);
+  EXPECT_EQ(j["turns"], 4);
+  ASSERT_EQ(j["per_request"].size(), 12u);
+  for (size_t i = 0; i < 12; ++i) {
+    EXPECT_EQ(j["per_request"][i]["conversation"], i / 4);
+    EXPECT_EQ(j["per_request"][i]["turn"], i % 4);
+    EXPECT_EQ(j["per_request"][i]["cached_tokens"].get<int64_t>() > 0, i % 4 != 0) << i;
+  }
+  std::remove(o.result_json.c_str());
+}
+
+TEST(ServeBenchTest, TextTurnsContinueWithTheAnswersText) {
+  FakeOpenAI fake;
+  ServeBenchOptions o = small(fake);
+  o.prompt_len = 6;
+  o.requests = 2;
+  o.turns = 3;
+  std::ostringstream out;
+  auto r = run_serve_bench(o, out);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r->completed, 6);
+  const std::map<int, json> by = bodies_by_index(fake, o);
+  ASSERT_EQ(by.size(), 6u);
+  for (int c = 0; c < 2; ++c) {
+    for (int t = 1; t < 3; ++t) {
+      const std::string prev = by.at(c * 3 + t - 1)["prompt"];
+      const std::string cur = by.at(c * 3 + t)["prompt"];
+      const std::string head = prev + " w w w w w ";  // five " w" deltas, then the new turn
+      ASSERT_EQ(cur.rfind(head, 0), 0u) << cur;
+      std::istringstream rest(cur.substr(head.size()));
+      int words = 0;
+      for (std::string w; rest >> w;) ++words;
+      EXPECT_EQ(words, 6);
+      EXPECT_FALSE(by.at(c * 3 + t).contains("return_token_ids"));  // text needs no ids
+    }
+  }
+}
+
+TEST(ServeBenchTest, AFailedTurnEndsItsConversation) {
+  FakeOpenAI fake;
+  ServeBenchOptions o = small(fake);
+  o.adapter_names = {"midfail"};
+  o.requests = 2;
+  o.turns = 3;
+  o.result_json = ::testing::TempDir() + "serve_bench_failed_turn.json";
+  std::ostringstream out;
+  auto r = run_serve_bench(o, out);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r->completed, 0);
+  EXPECT_EQ(r->failed, 6);
+  EXPECT_EQ(fake.bodies.size(), 2u);  // only the first turns were sent
+  EXPECT_NE(r->first_error.find("boom"), std::string::npos) << r->first_error;
+  const json j = read_json(o.result_json);
+  for (size_t i = 0; i < 6; ++i) {
+    const std::string error = j["per_request"][i]["error"];
+    EXPECT_EQ(error.find("not sent") != std::string::npos, i % 3 != 0) << i << ": " << error;
+  }
+  std::remove(o.result_json.c_str());
+}
+
+TEST(ServeBenchTest, RefusesNonsenseTurnsAndPrefix) {
+  FakeOpenAI fake;
+  ServeBenchOptions o = small(fake);
+  o.turns = 0;
+  std::ostringstream out;
+  EXPECT_EQ(run_serve_bench(o, out).status().code(), StatusCode::kInvalidArgument);
+  o.turns = 1;
+  o.shared_prefix_len = -1;
+  EXPECT_EQ(run_serve_bench(o, out).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(ServeBenchTest, RefusesMoreAdaptersThanServed) {
