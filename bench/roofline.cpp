@@ -160,6 +160,8 @@ float fma_loop_sse(int64_t iters, float seed) {
 
 }  // namespace
 
+int engine_threads() { return cpu::compute_pool().size(); }
+
 double measure_peak_fma_gflops(int threads, int reps) {
   threads = std::max(threads, 1);
   reps = std::max(reps, 1);

@@ -9,6 +9,10 @@ namespace loragate::bench {
 // 3 f32 arrays (2 read, 1 written) per element. Median of `reps`.
 double measure_triad_gbps(int threads, int reps = 7);
 
+// The threads the engine's compute pool runs with: the count to probe with
+// when the figures put in context come from an engine or a server.
+int engine_threads();
+
 // Peak f32 FMA rate in GFLOP/s (2 flops per FMA lane) with `threads` threads,
 // using the widest vector FMA this machine has. Median of `reps`.
 double measure_peak_fma_gflops(int threads, int reps = 5);

@@ -1,4 +1,5 @@
 // `loragate bench`: benchmarks that print figures (see BENCHMARKS.md).
+#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -7,6 +8,7 @@
 #include "bench/lora_bench.h"
 #include "bench/matmul_bench.h"
 #include "bench/quant_bench.h"
+#include "bench/roofline.h"
 #include "bench/serve_gap_bench.h"
 #include "bench/train_bench.h"
 #include "cli/commands.h"
@@ -31,6 +33,21 @@ void add_bench_command(CLI::App& app) {
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks that print figures");
   bench->require_subcommand(1);
   add_bench_serve_command(*bench);
+
+  // For scripts that drive servers (bench/*.sh): the machine's figures in the same run as theirs.
+  auto probe_reps = std::make_shared<int>(3);
+  CLI::App* machine = bench->add_subcommand(
+      "machine", "This machine now: STREAM-triad bandwidth and peak f32 FMA rate with the engine's threads");
+  machine->add_option("--reps", *probe_reps, "Repetitions of each probe (medians reported)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  machine->callback([probe_reps] {
+    const int threads = bench::engine_threads();
+    const double triad = bench::measure_triad_gbps(threads, *probe_reps);
+    const double fma = bench::measure_peak_fma_gflops(threads, *probe_reps);
+    std::printf("machine: triad %.1f GB/s, peak f32 FMA %.1f GFLOP/s (%d threads, median of %d)\n", triad, fma,
+                threads, *probe_reps);
+  });
 
   auto o = std::make_shared<bench::DecodeBenchOptions>();
   CLI::App* decode = bench->add_subcommand("decode", "Prefill and batched decode tokens/s against the roofline");
