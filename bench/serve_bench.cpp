@@ -8,8 +8,8 @@
 #include <deque>
 #include <fstream>
 #include <mutex>
-#include <random>
 #include <ostream>
+#include <random>
 #include <thread>
 
 #include <nlohmann/json.hpp>
