@@ -49,6 +49,7 @@ bin=$(realpath "${LORAGATE_BIN:-./build/cli/loragate}")
 model=/tmp/lgb/m110
 adapters=/tmp/lgb/serve-gap-adapters  # bench serve-gap's (and bench lora's) naming: r16-all-<i>
 work=$(mktemp -d)
+mkdir "$work/runs"
 pids=()
 trap 'kill "${pids[@]:-}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 export LORAGATE_ADMIN_TOKEN=bench
@@ -113,7 +114,7 @@ reset_cache() {  # the on side forgets every cached prefix; a server without the
     "$1/admin/prefix_cache/reset" || true
 }
 
-# run_load WORKLOAD SIDE ROUND SEED: one bench serve; appends its figures to $work/results.
+# run_load WORKLOAD SIDE ROUND SEED: one bench serve; its JSON goes to $work/runs, a line of figures to stdout.
 run_load() {
   local workload=$1 side=$2 round=$3 seed=$4 url args
   [ "$side" = on ] && url=$url_on || url=$url_off
@@ -125,17 +126,16 @@ run_load() {
                   --vocab 32000 --cache-salt-per-request) ;;
   esac
   [ "$side" = on ] && reset_cache "$url" > "$work/reset-code"
+  local json="$work/runs/$workload-$side-$round.json"
   "$bin" bench serve --url "$url" --adapters 8 --zipf 0 --concurrency "$concurrency" --seed "$seed" "${args[@]}" \
-    --result-json "$work/r.json" > "$work/load.log" 2>&1 || { echo "bench serve failed ($workload, $side):"; cat "$work/load.log"; exit 1; }
-  python3 - "$work/r.json" "$workload" "$side" "$round" >> "$work/results" <<'PY'
+    --result-json "$json" > "$work/load.log" 2>&1 || { echo "bench serve failed ($workload, $side):"; cat "$work/load.log"; exit 1; }
+  python3 - "$json" "$workload" "$side" "$round" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-print(*sys.argv[2:5], r["request_throughput"], r["output_throughput"], r["total_token_throughput"],
-      r["ttft_ms"]["median"], r["ttft_ms"]["p99"], r["ttft_hits_ms"]["median"], r["ttft_hits_ms"]["p99"],
-      r["ttft_misses_ms"]["median"], r["ttft_misses_ms"]["p99"], r["hit_rate"], r["hit_requests"],
-      r["miss_requests"], r["completed"], r["failed"], r["input_tokens"])
+print(*sys.argv[2:5], f"{r['request_throughput']:.2f} {r['output_throughput']:.1f} {r['total_token_throughput']:.1f}",
+      f"{r['ttft_ms']['median']:.0f} {r['ttft_hits_ms']['median']:.0f} {r['ttft_misses_ms']['median']:.0f}",
+      f"{100 * r['hit_rate']:.1f}% {r['hit_requests']} {r['miss_requests']} {r['completed']} {r['failed']}")
 PY
-  tail -1 "$work/results"
 }
 
 echo "prefix caching bench: $rounds rounds; (a) $requests requests, prefix $prefix_len + user $user_len tokens," \
@@ -147,7 +147,7 @@ for url in "$url_on" "$url_off"; do
   "$bin" bench serve --url "$url" --requests 8 --adapters 8 --zipf 0 --prompt-len 64 --max-tokens 4 --token-ids \
     --vocab 32000 --cache-salt-per-request --seed 1 > "$work/warmup.log" 2>&1 || { cat "$work/warmup.log"; exit 1; }
 done
-echo "workload side round req/s out_tok/s tok/s ttft_p50 ttft_p99 hit_p50 hit_p99 miss_p50 miss_p99 hit_rate hits misses done failed prompt_tokens"
+echo "workload side round req/s out_tok/s tok/s ttft_p50 hit_p50 miss_p50 (ms) hit_rate hits misses done failed"
 for round in $(seq 1 "$rounds"); do
   "$bin" bench machine --reps 3 | tee -a "$work/machine"
   [ $((round % 2)) = 1 ] && order="on off" || order="off on"
@@ -159,52 +159,69 @@ reset_code=$(cat "$work/reset-code")
 metrics() { curl -s "$1/metrics" | grep -E '^vllm:prefix_cache_(queries|hits)' | tr '\n' ' ' || true; }
 echo "server counters: on: $(metrics "$url_on")| off: $(metrics "$url_off")| (none: a server without them)"
 
-python3 - "$work/results" "$work/machine" "$reset_code" "$switch" "$prefix_len" <<'PY'
-import re, statistics, sys
-cols = ["req_s", "out_tps", "tps", "ttft_p50", "ttft_p99", "hit_p50", "hit_p99", "miss_p50", "miss_p99",
-        "hit_rate", "hits", "misses", "done", "failed", "prompt_tokens"]
-runs = {}
-for line in open(sys.argv[1]):
-    w, side, _round, *v = line.split()
-    runs.setdefault((w, side), []).append(dict(zip(cols, map(float, v))))
-med = {k: {c: statistics.median(r[c] for r in rs) for c in cols} for k, rs in runs.items()}
-total = {k: {c: sum(r[c] for r in rs) for c in ("done", "failed", "hits", "misses")} for k, rs in runs.items()}
-triad = [float(m) for m in re.findall(r"triad ([0-9.]+) GB/s", open(sys.argv[2]).read())]
-fma = [float(m) for m in re.findall(r"FMA ([0-9.]+) GFLOP/s", open(sys.argv[2]).read())]
-rounds = len(triad)
-print(f"\nmachine, probed before each of {rounds} rounds: triad median {statistics.median(triad):.1f} GB/s "
+python3 - "$work/runs" "$work/machine" "$reset_code" "$switch" "$prefix_len" "$turns" <<'PY'
+import glob, json, os, re, statistics, sys
+runs = {}  # (workload, side) -> [the result JSON of each round, in round order]
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.json")), key=lambda p: int(p.rsplit("-", 1)[1][:-5])):
+    w, side, _ = os.path.basename(path).split("-")
+    runs.setdefault((w, side), []).append(json.load(open(path)))
+def med(w, side, f):
+    return statistics.median(f(r) for r in runs[(w, side)])
+def total(w, side, key):
+    return sum(r[key] for r in runs[(w, side)])
+text = open(sys.argv[2]).read()
+triad = [float(m) for m in re.findall(r"triad ([0-9.]+) GB/s", text)]
+fma = [float(m) for m in re.findall(r"FMA ([0-9.]+) GFLOP/s", text)]
+print(f"\nmachine, probed before each of {len(triad)} rounds: triad median {statistics.median(triad):.1f} GB/s "
       f"(min {min(triad):.1f}, max {max(triad):.1f}), peak f32 FMA median {statistics.median(fma):.1f} GFLOP/s")
 if sys.argv[4] == "none":
     print("WARNING: no way to turn prefix caching off on this server: both sides ran the same configuration")
 if sys.argv[3] not in ("200", "204"):
     print(f"note: POST /admin/prefix_cache/reset answered {sys.argv[3]}: rounds are kept apart by their seeds only")
-names = {"shared": f"(a) shared {int(sys.argv[5]):,}-token prefix", "turns": "(b) multi-turn replay", "nohit": "(c) no hits, a salt each"}
-print("\nmedians over rounds (TTFT in ms; hits: requests with cached_tokens > 0)\n")
+names = {"shared": f"(a) shared {int(sys.argv[5]):,}-token prefix", "turns": f"(b) {sys.argv[6]}-turn replays",
+         "nohit": "(c) no hits, a salt each"}
+print("\nmedians over rounds (TTFT in ms; a hit is a request with cached_tokens > 0)\n")
 print("| workload | caching | TTFT p50 hits | TTFT p50 misses | TTFT p50 all | TTFT p99 all | output tok/s | req/s "
       "| hit rate | hit / miss requests | completed / failed |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
-def ms(x, n):  # a TTFT split with no request in it prints as a dash
-    return f"{x:.0f}" if n > 0 else "-"
 for w in ("shared", "turns", "nohit"):
     for side in ("on", "off"):
-        if (w, side) not in med: continue
-        m, t = med[(w, side)], total[(w, side)]
-        print(f"| {names[w]} | {side} | {ms(m['hit_p50'], t['hits'])} | {ms(m['miss_p50'], t['misses'])} "
-              f"| {m['ttft_p50']:.0f} | {m['ttft_p99']:.0f} | {m['out_tps']:.1f} | {m['req_s']:.2f} "
-              f"| {100 * m['hit_rate']:.1f}% | {t['hits']:.0f} / {t['misses']:.0f} | {t['done']:.0f} / {t['failed']:.0f} |")
-print("\nratios, on / off (medians of the per-round ratios, each round's two sides run back to back)")
-def ratio(w, f):
-    pairs = zip(runs[(w, "on")], runs[(w, "off")])
-    vals = [a[f] / b[f] for a, b in pairs if b[f] > 0]
+        if (w, side) not in runs: continue
+        hits, misses = total(w, side, "hit_requests"), total(w, side, "miss_requests")
+        split = lambda key, n: f"{med(w, side, lambda r: r[key]['median']):.0f}" if n else "-"
+        print(f"| {names[w]} | {side} | {split('ttft_hits_ms', hits)} | {split('ttft_misses_ms', misses)} "
+              f"| {med(w, side, lambda r: r['ttft_ms']['median']):.0f} | {med(w, side, lambda r: r['ttft_ms']['p99']):.0f} "
+              f"| {med(w, side, lambda r: r['output_throughput']):.1f} | {med(w, side, lambda r: r['request_throughput']):.2f} "
+              f"| {100 * med(w, side, lambda r: r['hit_rate']):.1f}% | {hits} / {misses} "
+              f"| {total(w, side, 'completed')} / {total(w, side, 'failed')} |")
+
+# The same seed gives both sides the same requests (adapter, prompt, and with greedy
+# decoding the same answers, so the same later turns): request i on one side is request i on the other.
+def paired_hits(w):  # per round: (on's TTFT p50 over its hits, off's TTFT p50 over the same requests)
+    out = []
+    for on, off in zip(runs[(w, "on")], runs[(w, "off")]):
+        pairs = [(a["ttft_ms"], b["ttft_ms"]) for a, b in zip(on["per_request"], off["per_request"])
+                 if a["ok"] and b["ok"] and a["cached_tokens"] > 0]
+        if pairs:
+            out.append((statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs), len(pairs)))
+    return out
+def ratio(w, f):  # median over rounds of on / off
+    vals = [f(a) / f(b) for a, b in zip(runs[(w, "on")], runs[(w, "off")]) if f(b) > 0]
     return statistics.median(vals) if vals else float("nan")
-def ttft_gain(w):  # off's TTFT (all misses) over on's TTFT on hits, per round
-    vals = [b["ttft_p50"] / a["hit_p50"] for a, b in zip(runs[(w, "on")], runs[(w, "off")])
-            if a["hits"] > 0 and a["hit_p50"] > 0]
-    return f"{statistics.median(vals):.1f}x lower" if vals else "- (no hits)"
+print("\non / off, medians of the per-round figures (each round runs the two sides back to back)")
 for w in ("shared", "turns"):
-    print(f"  {names[w]}: TTFT p50 off / on-hits {ttft_gain(w)}; TTFT p50 all {ratio(w, 'ttft_p50'):.2f}; "
-          f"output tok/s {ratio(w, 'out_tps'):.2f}; req/s {ratio(w, 'req_s'):.2f}")
-cost = 1 - ratio("nohit", "tps")
-print(f"  {names['nohit']}: total tok/s {ratio('nohit', 'tps'):.3f} (hashing cost {100 * cost:+.1f}% of throughput; "
-      f"target <= 2%), req/s {ratio('nohit', 'req_s'):.3f}, TTFT p50 {ratio('nohit', 'ttft_p50'):.2f}")
+    p = paired_hits(w)
+    if p:
+        on_ms, off_ms = statistics.median(x[0] for x in p), statistics.median(x[1] for x in p)
+        gain = statistics.median(x[1] / x[0] for x in p if x[0] > 0)
+        hits = f"the on side's hits (TTFT p50 {on_ms:.0f} ms, {sum(x[2] for x in p)} requests) were {gain:.1f}x faster " \
+               f"to first token than the same requests off ({off_ms:.0f} ms)"
+    else:
+        hits = "no hits on the on side"
+    print(f"  {names[w]}: {hits}; TTFT p50 all {ratio(w, lambda r: r['ttft_ms']['median']):.2f}; "
+          f"output tok/s {ratio(w, lambda r: r['output_throughput']):.2f}; req/s {ratio(w, lambda r: r['request_throughput']):.2f}")
+tps = ratio("nohit", lambda r: r["total_token_throughput"])
+print(f"  {names['nohit']}: total tok/s {tps:.3f} (the cost of hashing and lookups: {100 * (1 - tps):+.1f}% of "
+      f"throughput; target <= 2%), req/s {ratio('nohit', lambda r: r['request_throughput']):.3f}, "
+      f"TTFT p50 {ratio('nohit', lambda r: r['ttft_ms']['median']):.2f}")
 PY
