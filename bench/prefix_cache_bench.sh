@@ -16,6 +16,7 @@
 # hits what an earlier one left. Usage:
 #   bench/prefix_cache_bench.sh [--rounds R] [--requests N] [--conversations C] [--turns T]
 #       [--nohit-requests N] [--prefix-len L] [--user-len L] [--max-tokens M] [--concurrency K]
+#       [--workloads shared,turns,nohit]
 # Defaults: 3 rounds; (a) 24 requests, prefix 1536, user turn 32, 16 new tokens; (b) 8 conversations
 # of 4 turns, 64-word user turns, 32 new tokens; (c) 16 requests of 512 tokens; 2 client threads
 # (few enough that a hit's TTFT is mostly its own short prefill, not a miss's queue). About 80k prompt
@@ -27,7 +28,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=3 requests=24 conversations=8 turns=4 nohit_requests=16
 prefix_len=1536 user_len=32 max_tokens=16 concurrency=2
-turn_words=64 turn_tokens=32 nohit_len=512 kv_mib=640
+turn_words=64 turn_tokens=32 nohit_len=512 kv_mib=640 workloads=shared,turns,nohit
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds=$2 ;;
@@ -39,11 +40,15 @@ while [ $# -gt 0 ]; do
     --user-len) user_len=$2 ;;
     --max-tokens) max_tokens=$2 ;;
     --concurrency) concurrency=$2 ;;
+    --workloads) workloads=$2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   [ $# -ge 2 ] || { echo "$1 needs a value" >&2; exit 2; }
   shift 2
+done
+for w in ${workloads//,/ }; do
+  case "$w" in shared|turns|nohit) ;; *) echo "--workloads: unknown workload $w (shared, turns, nohit)" >&2; exit 2 ;; esac
 done
 bin=$(realpath "${LORAGATE_BIN:-./build/cli/loragate}")
 model=/tmp/lgb/m110
@@ -151,13 +156,14 @@ echo "workload side round req/s out_tok/s tok/s ttft_p50 hit_p50 miss_p50 (ms) h
 for round in $(seq 1 "$rounds"); do
   "$bin" bench machine --reps 3 | tee -a "$work/machine"
   [ $((round % 2)) = 1 ] && order="on off" || order="off on"
-  for workload in shared turns nohit; do
+  for workload in ${workloads//,/ }; do
     for side in $order; do run_load $workload $side "$round" $((1000 * round + 7)); done
   done
 done
-reset_code=$(cat "$work/reset-code")
+reset_code=$(cat "$work/reset-code" 2>/dev/null || echo "never called")
 metrics() { curl -s "$1/metrics" | grep -E '^vllm:prefix_cache_(queries|hits)' | tr '\n' ' ' || true; }
-echo "server counters: on: $(metrics "$url_on")| off: $(metrics "$url_off")| (none: a server without them)"
+counters_on=$(metrics "$url_on") counters_off=$(metrics "$url_off")
+echo "server counters (tokens): on: ${counters_on:-none} | off: ${counters_off:-none}"
 
 python3 - "$work/runs" "$work/machine" "$reset_code" "$switch" "$prefix_len" "$turns" <<'PY'
 import glob, json, os, re, statistics, sys
@@ -210,6 +216,7 @@ def ratio(w, f):  # median over rounds of on / off
     return statistics.median(vals) if vals else float("nan")
 print("\non / off, medians of the per-round figures (each round runs the two sides back to back)")
 for w in ("shared", "turns"):
+    if (w, "on") not in runs: continue
     p = paired_hits(w)
     if p:
         on_ms, off_ms = statistics.median(x[0] for x in p), statistics.median(x[1] for x in p)
@@ -220,8 +227,9 @@ for w in ("shared", "turns"):
         hits = "no hits on the on side"
     print(f"  {names[w]}: {hits}; TTFT p50 all {ratio(w, lambda r: r['ttft_ms']['median']):.2f}; "
           f"output tok/s {ratio(w, lambda r: r['output_throughput']):.2f}; req/s {ratio(w, lambda r: r['request_throughput']):.2f}")
-tps = ratio("nohit", lambda r: r["total_token_throughput"])
-print(f"  {names['nohit']}: total tok/s {tps:.3f} (the cost of hashing and lookups: {100 * (1 - tps):+.1f}% of "
-      f"throughput; target <= 2%), req/s {ratio('nohit', lambda r: r['request_throughput']):.3f}, "
-      f"TTFT p50 {ratio('nohit', lambda r: r['ttft_ms']['median']):.2f}")
+if ("nohit", "on") in runs:
+    tps = ratio("nohit", lambda r: r["total_token_throughput"])
+    print(f"  {names['nohit']}: total tok/s {tps:.3f} (the cost of hashing and lookups: {100 * (1 - tps):+.1f}% of "
+        f"throughput; target <= 2%), req/s {ratio('nohit', lambda r: r['request_throughput']):.3f}, "
+        f"TTFT p50 {ratio('nohit', lambda r: r['ttft_ms']['median']):.2f}")
 PY
