@@ -76,12 +76,6 @@ int32_t BlockManager::match(const std::vector<BlockHash>& chain, int32_t max_blo
   return n;
 }
 
-int32_t BlockManager::idle_in_match(const std::vector<BlockHash>& chain, int32_t n) const {
-  int32_t idle = 0;
-  for (int32_t i = 0; i < n; ++i) idle += state_[cached_.at(chain[i])].holders == 0 ? 1 : 0;
-  return idle;
-}
-
 void BlockManager::share(BlockTable& table, const std::vector<BlockHash>& chain, int32_t n) {
   for (int32_t i = 0; i < n; ++i) {
     const int32_t b = cached_.at(chain[i]);

@@ -63,8 +63,6 @@ class BlockManager {
   // --- prefix cache (no-ops, and match() 0, when prefix caching is off) ---
   // How many of `chain`'s first blocks (at most `max_blocks`) are cached, in a row.
   int32_t match(const std::vector<BlockHash>& chain, int32_t max_blocks) const;
-  // How many of those would leave the free count if shared (cached, held by nobody).
-  int32_t idle_in_match(const std::vector<BlockHash>& chain, int32_t n) const;
   // Appends the cached blocks of chain[0, n) to the empty `table`, holding each.
   // n must not exceed match(chain, n).
   void share(BlockTable& table, const std::vector<BlockHash>& chain, int32_t n);
