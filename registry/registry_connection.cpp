@@ -1,6 +1,8 @@
 #include "registry/registry_connection.h"
 
+#include <chrono>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 #include "registry/pg_connection.h"
@@ -23,6 +25,22 @@ Result<std::string> pragma_text(SqliteDb& db, const std::string& pragma) {
   return row ? q.column_text(0) : std::string();
 }
 
+// Switching a fresh file to WAL needs an exclusive lock taken while holding a shared one, so
+// SQLite answers "locked" at once instead of calling the busy handler (that wait could
+// deadlock). Two processes opening a new registry together meet exactly that: retry for as
+// long as the busy timeout would have waited.
+Result<std::string> switch_to_wal(SqliteDb& db) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  for (;;) {
+    Result<std::string> journal = pragma_text(db, "journal_mode = WAL");
+    if (journal.is_ok() || journal.status().code() != StatusCode::kResourceExhausted ||
+        std::chrono::steady_clock::now() >= deadline) {
+      return journal;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
 }  // namespace
 
 bool is_postgres_url(std::string_view path) {
@@ -32,7 +50,7 @@ bool is_postgres_url(std::string_view path) {
 // Everything here but the busy timeout is the first read of the file.
 Status configure_registry_connection(SqliteDb& db) {
   LG_RETURN_IF_ERROR(db.exec("PRAGMA busy_timeout = " + std::to_string(kBusyTimeoutMs)));
-  LG_ASSIGN_OR_RETURN(const std::string journal, pragma_text(db, "journal_mode = WAL"));
+  LG_ASSIGN_OR_RETURN(const std::string journal, switch_to_wal(db));
   if (journal != "wal" && db.path() != ":memory:") {
     return Status::io_error("cannot use write-ahead logging (journal_mode is '" + journal +
                             "'); is the file on a network file system?");

@@ -262,7 +262,10 @@ Status migrate(SqliteDb& db, int64_t target) {
                                     std::to_string(kRegistrySchemaVersion) + ")");
   }
   LG_ASSIGN_OR_RETURN(int64_t version, schema_version(db));
-  LG_RETURN_IF_ERROR(check_file(db, version));
+  // A file at version 0 is checked only under the lock: unlocked, another connection's first
+  // migration can commit between reading the version and counting tables, and its tables would
+  // make the file look like another program's.
+  if (version != 0) LG_RETURN_IF_ERROR(check_file(db, version));
   if (version > target) {
     return Status::invalid_argument("registry " + in_quotes(db) + " is at schema version " + std::to_string(version) +
                                     "; cannot downgrade it to " + std::to_string(target));

@@ -9,6 +9,7 @@
 
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "registry/registry.h"
@@ -430,6 +431,24 @@ TEST_F(SchemaTest, AnotherProgramsDatabaseIsRefused) {
                 "not a loragate registry");
   auto db = raw("no-version.db");
   EXPECT_EQ(count(*db, "table", "base_models"), 0);  // nothing was added
+}
+
+// The first migration of one connection can commit while another is between
+// reading version 0 and counting tables; that must not read as another
+// program's file. (CI once caught the PostgreSQL twin of this race.)
+TEST_F(SchemaTest, ConcurrentFirstOpensMigrateOnce) {
+  for (int round = 0; round < 10; ++round) {
+    const std::string file = "race-" + std::to_string(round) + ".db";
+    std::vector<std::thread> threads;
+    std::vector<Status> results(6);
+    for (size_t i = 0; i < results.size(); ++i) {
+      threads.emplace_back([&, i] { results[i] = Registry::open(path(file)).status(); });
+    }
+    for (auto& t : threads) t.join();
+    for (const Status& st : results) EXPECT_TRUE(st.is_ok()) << st.to_string();
+    auto db = raw(file);
+    EXPECT_EQ(schema_version(*db).value(), kRegistrySchemaVersion);
+  }
 }
 
 TEST_F(SchemaTest, TextFileIsRefusedAsCorrupt) {
