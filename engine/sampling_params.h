@@ -22,6 +22,20 @@ struct SamplingParams {
   int32_t logprobs = -1;               // report each token's log-probability and this many
                                        // most likely alternatives (0..20); -1 = none
 
+  // Logit processing, vLLM's semantics, applied before temperature/top-k/top-p
+  // (logprobs stay those of the model's own logits):
+  float presence_penalty = 0.0f;       // -2..2, subtracted once from each token already generated
+  float frequency_penalty = 0.0f;      // -2..2, subtracted per occurrence in the generated tokens
+  float repetition_penalty = 1.0f;     // > 0; tokens of the prompt or output: logit / p if > 0, else * p
+  std::vector<std::pair<int32_t, float>> logit_bias;  // token id -> -100..100 added to its logit
+  int32_t min_tokens = 0;              // EOS and stop strings are ignored until this many tokens
+
+  // True when any of the above changes the logits the sampler sees.
+  bool processes_logits() const {
+    return presence_penalty != 0.0f || frequency_penalty != 0.0f || repetition_penalty != 1.0f ||
+           !logit_bias.empty() || min_tokens > 0;
+  }
+
   // Says which field is out of range, e.g. "temperature must be >= 0, got -1".
   Status validate() const;
 };

@@ -33,6 +33,7 @@ struct CommonFields {
   std::string model;                // "" when absent
   std::string scenario;             // body field `scenario`; "" when absent
   SamplingParams params;            // max_tokens left at -1 when the body has none
+  int32_t n = 1;                    // choices per prompt (each its own sequence; with a seed, choice i uses seed + i)
   bool stream = false;
   bool include_usage = false;       // stream_options.include_usage
   std::string cache_salt;           // the prefix cache's tenant salt (OpenAI/vLLM `cache_salt`); "" when absent.
