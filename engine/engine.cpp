@@ -139,6 +139,12 @@ Status Engine::validate_request(const GenerationRequest& request) const {
                                       std::to_string(vocab) + ")");
     }
   }
+  for (const auto& [t, bias] : request.params.logit_bias) {
+    if (t < 0 || t >= vocab) {
+      return Status::invalid_argument("logit_bias token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                                      std::to_string(vocab) + ")");
+    }
+  }
   const int64_t total = static_cast<int64_t>(request.prompt_ids.size()) + request.params.max_tokens;
   if (total > max_model_len_) {
     return Status::invalid_argument("prompt (" + std::to_string(request.prompt_ids.size()) + " tokens) + max_tokens (" +
@@ -284,7 +290,8 @@ Status Engine::step() {
         seq.score_next_prompt_token(row_logits, vocab);
         continue;
       }
-      const int32_t token = seq.sampler().sample(row_logits, vocab);
+      // Penalties, bias and min_tokens change what is drawn, not the reported logprobs (the model's own).
+      const int32_t token = seq.sampler().sample(seq.logits_to_sample(row_logits, vocab, eos_ids_), vocab);
       if (seq.params().logprobs >= 0) {
         seq.logprobs.push_back(compute_logprobs(row_logits, vocab, token, seq.params().logprobs));
       }

@@ -23,6 +23,35 @@ Status SamplingParams::validate() const {
   for (const std::string& s : stop) {
     if (s.empty()) return Status::invalid_argument("stop strings must not be empty");
   }
+  return validate_logit_processing();
+}
+
+Status SamplingParams::validate_logit_processing() const {
+  const auto in = [](float v, float lo, float hi) { return v >= lo && v <= hi; };  // false for NaN
+  if (!in(presence_penalty, -2.0f, 2.0f)) {
+    return Status::invalid_argument("presence_penalty must be in [-2, 2], got " + std::to_string(presence_penalty));
+  }
+  if (!in(frequency_penalty, -2.0f, 2.0f)) {
+    return Status::invalid_argument("frequency_penalty must be in [-2, 2], got " + std::to_string(frequency_penalty));
+  }
+  if (!(repetition_penalty > 0.0f) || !std::isfinite(repetition_penalty)) {
+    return Status::invalid_argument("repetition_penalty must be a finite number > 0, got " +
+                                    std::to_string(repetition_penalty));
+  }
+  if (logit_bias.size() > kMaxLogitBias) {
+    return Status::invalid_argument("logit_bias may name at most " + std::to_string(kMaxLogitBias) + " tokens, got " +
+                                    std::to_string(logit_bias.size()));
+  }
+  for (const auto& [token, bias] : logit_bias) {
+    if (!in(bias, -100.0f, 100.0f)) {
+      return Status::invalid_argument("logit_bias values must be in [-100, 100], got " + std::to_string(bias) +
+                                      " for token " + std::to_string(token));
+    }
+  }
+  if (min_tokens < 0 || min_tokens > max_tokens) {
+    return Status::invalid_argument("min_tokens must be in [0, max_tokens = " + std::to_string(max_tokens) +
+                                    "], got " + std::to_string(min_tokens));
+  }
   return Status::ok();
 }
 

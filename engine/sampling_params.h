@@ -11,6 +11,9 @@
 
 namespace loragate {
 
+// The most tokens one request's logit_bias may name (OpenAI allows 300).
+inline constexpr size_t kMaxLogitBias = 1024;
+
 struct SamplingParams {
   float temperature = 1.0f;            // 0 = greedy (argmax, ties -> lowest id)
   int32_t top_k = 0;                   // keep the k most likely tokens; 0 = all
@@ -38,6 +41,8 @@ struct SamplingParams {
 
   // Says which field is out of range, e.g. "temperature must be >= 0, got -1".
   Status validate() const;
+  // The part of validate() for the logit-processing fields.
+  Status validate_logit_processing() const;
 };
 
 // One token's log-probability under the model (before temperature, top-k or

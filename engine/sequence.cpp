@@ -25,6 +25,7 @@ Sequence::Sequence(int64_t id, std::vector<int32_t> prompt_ids, SamplingParams p
       sampler_(params_, seed),
       arrival_(arrival) {
   if (tokenizer != nullptr) decoder_.emplace(*tokenizer, prompt_ids_, /*skip_special_tokens=*/true);
+  if (params_.processes_logits()) processor_.emplace(params_, prompt_ids_);
   if (params_.max_tokens == 0 && !scores_prompt()) finish_reason_ = FinishReason::kLength;
 }
 
@@ -103,12 +104,21 @@ size_t stop_prefix_at_end(const std::string& text, const std::vector<std::string
 
 }  // namespace
 
+const float* Sequence::logits_to_sample(const float* logits, int64_t vocab, const std::vector<int32_t>& eos_ids) {
+  if (!processor_) return logits;
+  return processor_->apply(logits, vocab, static_cast<int64_t>(output_ids_.size()), eos_ids);
+}
+
 std::string Sequence::append_token(int32_t token, const std::vector<int32_t>& eos_ids, Clock::time_point now) {
   output_ids_.push_back(token);
   token_times_.push_back(now);
+  if (processor_) processor_->observe(token);
+  // Before min_tokens neither EOS (banned from the logits, but a fallback row may still draw
+  // it) nor a stop string ends the sequence.
+  const bool below_min = static_cast<int32_t>(output_ids_.size()) <= params_.min_tokens;
   const bool is_eos = std::find(eos_ids.begin(), eos_ids.end(), token) != eos_ids.end();
   bool stop_string_hit = false;
-  if (is_eos && !params_.ignore_eos) {
+  if (is_eos && !params_.ignore_eos && !below_min) {
     finish_reason_ = FinishReason::kStop;
   } else if (decoder_) {
     const size_t scanned_before = text_.size();
@@ -118,7 +128,9 @@ std::string Sequence::append_token(int32_t token, const std::vector<int32_t>& eo
     for (const std::string& s : params_.stop) longest = std::max(longest, s.size());
     const size_t from = scanned_before > longest ? scanned_before - longest : 0;
     size_t cut = std::string::npos;
-    for (const std::string& s : params_.stop) cut = std::min(cut, text_.find(s, from));
+    if (!below_min) {
+      for (const std::string& s : params_.stop) cut = std::min(cut, text_.find(s, from));
+    }
     if (cut != std::string::npos) {
       text_.resize(cut);
       finish_reason_ = FinishReason::kStop;

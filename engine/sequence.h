@@ -12,6 +12,7 @@
 
 #include "engine/engine_types.h"
 #include "engine/block_manager.h"
+#include "engine/logits_processor.h"
 #include "engine/prefix_hash.h"
 #include "engine/request_sink.h"
 #include "engine/sampler.h"
@@ -86,6 +87,9 @@ class Sequence {
   int64_t cached_tokens = -1;     // tokens found cached when first admitted; -1 until then
   int64_t registered_blocks = 0;  // leading blocks already offered to the cache
   Sampler& sampler() { return sampler_; }
+  // The logits the sampler draws from: `logits` itself, or a processed copy
+  // when the request asks for penalties, logit_bias or min_tokens.
+  const float* logits_to_sample(const float* logits, int64_t vocab, const std::vector<int32_t>& eos_ids);
 
   // Appends a sampled token, updates the text and stop conditions, and
   // returns the text that may now be streamed: text that could still turn
@@ -127,6 +131,7 @@ class Sequence {
   int64_t score_from_;
   std::vector<TokenLogprobs> prompt_logprobs_;
   Sampler sampler_;
+  std::optional<LogitsProcessor> processor_;  // only when params_.processes_logits()
   std::optional<IncrementalDecoder> decoder_;  // absent when the engine has no tokenizer
   std::string text_;
   size_t streamed_ = 0;  // bytes of text_ already returned by append_token

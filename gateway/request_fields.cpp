@@ -1,5 +1,6 @@
 #include "gateway/request_fields.h"
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 
@@ -25,14 +26,6 @@ std::optional<int64_t> as_integer(const json& v) {
     const double d = v.get<double>();
     if (std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 9.0e18) return static_cast<int64_t>(d);
   }
-  return std::nullopt;
-}
-
-// An option loragate does not implement: refused by name unless it has its neutral value.
-std::optional<ApiError> refuse_unless_neutral(const json& body, const char* key, double neutral) {
-  double v = neutral;
-  if (auto err = read_number(body, key, &v)) return err;
-  if (v != neutral) return bad_request(std::string(key) + " is not supported yet", key);
   return std::nullopt;
 }
 
@@ -101,6 +94,48 @@ std::optional<ApiError> read_string(const json& body, const char* key, std::stri
   return std::nullopt;
 }
 
+// Penalties, logit_bias and min_tokens, checked as SamplingParams checks them but naming the field.
+std::optional<ApiError> read_logit_processing(const json& body, SamplingParams* p) {
+  struct Penalty {
+    const char* key;
+    float* out;
+  };
+  for (const Penalty& f : {Penalty{"presence_penalty", &p->presence_penalty},
+                           Penalty{"frequency_penalty", &p->frequency_penalty},
+                           Penalty{"repetition_penalty", &p->repetition_penalty}}) {
+    double v = *f.out;
+    if (auto err = read_number(body, f.key, &v)) return err;
+    *f.out = static_cast<float>(v);
+  }
+  if (present(body, "logit_bias")) {
+    const json& bias = body.at("logit_bias");
+    if (!bias.is_object()) return bad_request("logit_bias must be an object of token id -> bias", "logit_bias");
+    for (const auto& [key, value] : bias.items()) {
+      int32_t token = -1;
+      const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), token);
+      if (ec != std::errc() || end != key.data() + key.size() || token < 0) {
+        return bad_request("logit_bias keys must be token ids (non-negative integers as strings)", "logit_bias");
+      }
+      if (!value.is_number()) return bad_request("logit_bias values must be numbers in [-100, 100]", "logit_bias");
+      p->logit_bias.emplace_back(token, value.get<float>());
+    }
+  }
+  int64_t min_tokens = 0;
+  if (auto err = read_int(body, "min_tokens", 0, std::numeric_limits<int32_t>::max(), "a non-negative integer",
+                          &min_tokens)) {
+    return err;
+  }
+  p->min_tokens = static_cast<int32_t>(min_tokens);
+  SamplingParams check = *p;  // max_tokens may still be unset (-1): bound min_tokens by it only when given
+  if (check.max_tokens < 0) check.max_tokens = std::numeric_limits<int32_t>::max();
+  if (Status st = check.validate_logit_processing(); !st.is_ok()) {
+    const std::string& m = st.message();
+    const std::string field = m.substr(0, m.find(' '));
+    return bad_request(m, field);
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> read_common_fields(const json& body, bool chat, CommonFields* out) {
   if (auto err = read_string(body, "model", &out->model)) return err;
   if (auto err = read_string(body, "scenario", &out->scenario)) return err;
@@ -163,14 +198,7 @@ std::optional<ApiError> read_common_fields(const json& body, bool chat, CommonFi
   if (auto err = read_int(body, "n", 1, 1, "1: only one choice per request is supported", &n)) return err;
   int64_t best_of = 1;
   if (auto err = read_int(body, "best_of", 1, 1, "1: best_of is not supported yet", &best_of)) return err;
-  if (auto err = refuse_unless_neutral(body, "presence_penalty", 0.0)) return err;
-  if (auto err = refuse_unless_neutral(body, "frequency_penalty", 0.0)) return err;
-  if (auto err = refuse_unless_neutral(body, "repetition_penalty", 1.0)) return err;
-  if (present(body, "logit_bias")) {
-    const json& bias = body.at("logit_bias");
-    if (!bias.is_object()) return bad_request("logit_bias must be an object", "logit_bias");
-    if (!bias.empty()) return bad_request("logit_bias is not supported yet", "logit_bias");
-  }
+  if (auto err = read_logit_processing(body, &p)) return err;
 
   if (auto err = read_bool(body, "stream", &out->stream)) return err;
   if (present(body, "stream_options")) {
