@@ -46,7 +46,7 @@ TEST_F(GatewayTest, WrongTypesNameTheField) {
       {{{"stop", {"a", "b", "c", "d", "e"}}}, "stop", "at most 4"},
       {{{"stream", "yes"}}, "stream", "stream must be a boolean"},
       {{{"model", 5}}, "model", "model must be a string"},
-      {{{"n", 2}}, "n", "n must be 1"},
+      {{{"n", 17}}, "n", "n must be an integer from 1 to 16"},
       {{{"logprobs", 21}}, "logprobs", "logprobs must be an integer from 0 to 20"},
       {{{"logprobs", 2}, {"stream", true}}, "logprobs", "logprobs with stream is not supported yet"},
       {{{"echo", true}, {"stream", true}}, "echo", "echo with stream is not supported yet"},
@@ -54,7 +54,7 @@ TEST_F(GatewayTest, WrongTypesNameTheField) {
       {{{"prompt_logprobs", 21}}, "prompt_logprobs", "prompt_logprobs must be an integer from 0 to 20"},
       {{{"presence_penalty", 0.5}}, "presence_penalty", "not supported"},
       {{{"prompt", 5}}, "prompt", "prompt must be"},
-      {{{"prompt", {"one", "two"}}}, "prompt", "only one prompt"},
+      {{{"prompt", {1, "two"}}}, "prompt", "prompt must be"},
       {{{"prompt", nullptr}}, "prompt", "prompt is required"},
   };
   for (const Case& c : cases) {
