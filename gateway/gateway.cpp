@@ -9,6 +9,7 @@
 #include "gateway/openai_completions.h"
 #include "gateway/openai_errors.h"
 #include "gateway/openai_models.h"
+#include "gateway/openai_tokenize.h"
 #include "gateway/request_log.h"
 
 namespace loragate {
@@ -46,6 +47,11 @@ void Gateway::add_builtin_routes() {
   router_.add(http::verb::post, "/v1/completions", [api](const auto& ex) { handle_completions(*api, ex); });
   router_.add(http::verb::post, "/v1/chat/completions", [api](const auto& ex) { handle_chat_completions(*api, ex); });
   router_.add(http::verb::get, "/v1/models", [api](const auto& ex) { handle_models(*api, ex); });
+  // vLLM's tokenizer routes, outside /v1 as in vLLM; a JSON body on GET as on POST.
+  for (http::verb verb : {http::verb::post, http::verb::get}) {
+    router_.add(verb, "/tokenize", [api](const auto& ex) { handle_tokenize(*api, ex); });
+    router_.add(verb, "/detokenize", [api](const auto& ex) { handle_detokenize(*api, ex); });
+  }
   router_.add(http::verb::get, "/health", [](const auto& ex) {
     ex->respond(json_response(http::status::ok, {{"status", "ok"}}));
   });

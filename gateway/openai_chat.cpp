@@ -126,8 +126,9 @@ std::optional<ApiError> refuse_unsupported_chat_fields(const json& body) {
   return std::nullopt;
 }
 
-// Template variables: chat_template_kwargs, plus `tools` when given.
-std::optional<ApiError> template_vars(const json& body, json* vars) {
+}  // namespace
+
+std::optional<ApiError> read_chat_template_vars(const json& body, json* vars) {
   *vars = json::object();
   if (body.contains("chat_template_kwargs") && !body["chat_template_kwargs"].is_null()) {
     if (!body["chat_template_kwargs"].is_object()) {
@@ -142,6 +143,8 @@ std::optional<ApiError> template_vars(const json& body, json* vars) {
   return std::nullopt;
 }
 
+namespace {
+
 // Bytes of message text: the rendered prompt holds at least these.
 int64_t content_bytes(const json& messages) {
   int64_t bytes = 0;
@@ -154,21 +157,19 @@ int64_t content_bytes(const json& messages) {
   return bytes;
 }
 
-// The tokenised prompt, or why there is none.
-struct ChatPrompt {
-  std::vector<int32_t> ids;
-  std::optional<ApiError> error;
-};
+}  // namespace
 
-ChatPrompt render_and_encode(const ServingBase& base, const json& messages, bool add_generation_prompt,
-                             const json& vars) {
+ChatPrompt render_chat_prompt(const ServingBase& base, const json& messages, bool add_generation_prompt,
+                              const json& vars, bool add_special_tokens) {
   Result<std::string> text = base.chat_template().render(messages, add_generation_prompt, vars);
   if (!text.is_ok()) {
     return {{}, ApiError{http_status_for(text.status(), /*about_size=*/true), "chat template: " + text.status().message(),
                          "messages", ""}};
   }
-  return {base.tokenizer()->encode(text.value(), /*add_special_tokens=*/false), std::nullopt};
+  return {base.tokenizer()->encode(text.value(), add_special_tokens), std::nullopt};
 }
+
+namespace {
 
 // On the exchange's strand, once the prompt is tokenised.
 void submit_chat(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchange, const OpenAiRequest& req,
@@ -213,7 +214,7 @@ void chat_with_body(const ApiContext& ctx, const std::shared_ptr<Exchange>& exch
   if (auto err = refuse_unsupported_chat_fields(body)) return exchange->respond(err->to_response());
   json messages, vars;
   if (auto err = read_chat_messages(body, &messages)) return exchange->respond(err->to_response());
-  if (auto err = template_vars(body, &vars)) return exchange->respond(err->to_response());
+  if (auto err = read_chat_template_vars(body, &vars)) return exchange->respond(err->to_response());
   bool add_generation_prompt = true;  // vLLM extension
   if (auto err = read_bool(body, "add_generation_prompt", &add_generation_prompt)) {
     return exchange->respond(err->to_response());
@@ -236,7 +237,7 @@ void chat_with_body(const ApiContext& ctx, const std::shared_ptr<Exchange>& exch
   run_off_strand_if_large(
       *ctx.blocking, exchange, exchange->request().body().size(),
       [base = req->base, messages = std::move(messages), vars = std::move(vars), add_generation_prompt] {
-        return render_and_encode(*base, messages, add_generation_prompt, vars);
+        return render_chat_prompt(*base, messages, add_generation_prompt, vars);
       },
       [ctx = &ctx, exchange, req, logprobs](ChatPrompt prompt) {
         if (prompt.error) return exchange->respond(prompt.error->to_response());

@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -38,6 +39,23 @@ class ChatFormat final : public ResponseFormat {
 // and string, null (assistant) or text-part contents) and returns them with
 // every content flattened to a string; other message fields pass through.
 std::optional<ApiError> read_chat_messages(const nlohmann::json& body, nlohmann::json* messages);
+
+// `chat_template_kwargs` (an object) and `tools` (a list) of a chat body:
+// the variables the chat template sees.
+std::optional<ApiError> read_chat_template_vars(const nlohmann::json& body, nlohmann::json* vars);
+
+// The tokenised prompt, or why there is none.
+struct ChatPrompt {
+  std::vector<int32_t> ids;
+  std::optional<ApiError> error;
+};
+
+// `messages` (as read_chat_messages returns them) rendered with `base`'s chat
+// template and `vars`, then encoded: the prompt /v1/chat/completions runs
+// (and /tokenize counts). The template writes its own special tokens (BOS),
+// so `add_special_tokens` is false there. `base` must have a tokenizer.
+ChatPrompt render_chat_prompt(const ServingBase& base, const nlohmann::json& messages, bool add_generation_prompt,
+                              const nlohmann::json& vars, bool add_special_tokens = false);
 
 void handle_chat_completions(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchange);
 

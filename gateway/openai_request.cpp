@@ -55,25 +55,30 @@ std::optional<ApiError> read_openai_request(const ApiContext& ctx, Exchange& exc
                                             OpenAiRequest* out) {
   out->body = std::move(body);
   if (auto err = read_common_fields(out->body, chat, &out->fields)) return err;
-  std::string scenario = out->fields.scenario;
+  return resolve_request_target(ctx, exchange, out->fields.model, out->fields.scenario, &out->base, &out->choice,
+                                &out->response_model);
+}
+
+std::optional<ApiError> resolve_request_target(const ApiContext& ctx, Exchange& exchange, const std::string& model,
+                                               const std::string& scenario_field, std::shared_ptr<ServingBase>* base,
+                                               ModelChoice* choice, std::string* response_model) {
+  std::string scenario = scenario_field;
   auto header = exchange.request().find("X-Scenario");
   if (header != exchange.request().end() && !header->value().empty()) scenario = std::string(header->value());
   RequestRecord& record = exchange.record();
-  record.model = out->fields.model;
+  record.model = model;
   record.scenario = scenario;
-  if (auto err = capture_base(ctx, exchange.request(), &out->base)) return err;
-  record.base = out->base->name();
-  if (auto err = resolve_model(out->fields.model, scenario, ctx.served_model_name, out->base->name(), ctx.resolver,
-                               out->base->adapters(), &out->choice)) {
+  if (auto err = capture_base(ctx, exchange.request(), base)) return err;
+  record.base = (*base)->name();
+  if (auto err = resolve_model(model, scenario, ctx.served_model_name, (*base)->name(), ctx.resolver,
+                               (*base)->adapters(), choice)) {
     return err;
   }
-  record.adapter = out->choice.adapter;
+  record.adapter = choice->adapter;
   // No model named: the base that serves it, by the name the client addressed it with.
   auto addressed = exchange.request().find("X-Base");
   const bool by_header = addressed != exchange.request().end() && !addressed->value().empty();
-  out->response_model = !out->fields.model.empty() ? out->fields.model
-                        : by_header               ? out->base->name()
-                                                  : ctx.served_model_name;
+  *response_model = !model.empty() ? model : by_header ? (*base)->name() : ctx.served_model_name;
   return std::nullopt;
 }
 

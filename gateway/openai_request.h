@@ -56,6 +56,14 @@ void parse_body_then(const ApiContext& ctx, const std::shared_ptr<Exchange>& exc
 std::optional<ApiError> read_openai_request(const ApiContext& ctx, Exchange& exchange, nlohmann::json body, bool chat,
                                             OpenAiRequest* out);
 
+// What `model` and the scenario (the X-Scenario header, else `scenario_field`)
+// name: the base captured (capture_base) and the adapter on it, noted in the
+// request record, and the `model` a response echoes. read_openai_request's
+// second half, for routes that read no other shared field (/tokenize).
+std::optional<ApiError> resolve_request_target(const ApiContext& ctx, Exchange& exchange, const std::string& model,
+                                               const std::string& scenario_field, std::shared_ptr<ServingBase>* base,
+                                               ModelChoice* choice, std::string* response_model);
+
 // The serving base, or the base an admin names with X-Base; 503 before any
 // base serves, 401/403 for X-Base without the admin token, 404/409 for a base
 // that is not loaded or not ready.

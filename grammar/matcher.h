@@ -48,22 +48,25 @@ class Matcher {
   static constexpr int32_t kEmptyStack = -1;
 
  private:
+  // The grammar flattened: each alternative's elements in a row, then an end
+  // marker (nullptr); a position is an index into it.
   struct Node {
-    const Element* at;  // the next element of some alternative, or nullptr at its end
-    int32_t parent;     // the stack below; kEmptyStack at the bottom
+    int32_t pos;     // the next thing to match in some alternative
+    int32_t parent;  // the stack below (whose top is where the caller goes on); kEmptyStack at the bottom
   };
-  // The id of the stack (at, parent), made if new.
-  int32_t intern(const Element* at, int32_t parent);
-  // Adds to `out` every stack `id` expands to whose top is a byte set (or the
-  // empty stack): rule references are opened and finished alternatives popped.
-  void expand(int32_t id, State& out);
-  // The element after `e` in its alternative, or nullptr past its end.
-  const Element* next_of(const Element* e) const;
+  // The id of the stack (pos, parent), made if new.
+  int32_t intern(int32_t pos, int32_t parent);
+  // Adds to `out` every stack that stack `id` expands to whose top is a byte
+  // set, or the empty stack: rule references are opened and finished
+  // alternatives popped. `seen` (cleared by the caller per step) stops repeats.
+  void expand(int32_t id, State& out, std::vector<int32_t>& seen);
 
   std::shared_ptr<const Grammar> grammar_;
+  std::vector<const Element*> flat_;            // by position; nullptr = end of an alternative
+  std::vector<std::vector<int32_t>> starts_;    // by rule: the first position of each alternative
   std::vector<Node> nodes_;
-  std::unordered_map<uint64_t, int32_t> index_;  // (at, parent) -> node id
-  std::unordered_map<const Element*, const Element*> next_;  // element -> its successor
+  std::unordered_map<uint64_t, int32_t> index_;  // (pos, parent) -> node id
+  std::vector<int32_t> seen_scratch_;
   State state_;
 };
 

@@ -14,6 +14,9 @@ class SequenceDecoder final : public Decoder {
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (const auto& p : parts_) p->decode_chain(tokens);
   }
+  void token_bytes(std::string& token) const override {
+    for (const auto& p : parts_) p->token_bytes(token);
+  }
 
  private:
   std::vector<std::unique_ptr<Decoder>> parts_;
@@ -37,6 +40,11 @@ class ReplaceDecoder final : public Decoder {
       out.append(t, prev, std::string::npos);
       t = std::move(out);
     }
+  }
+  void token_bytes(std::string& token) const override {
+    std::vector<std::string> one{std::move(token)};
+    decode_chain(one);
+    token = std::move(one.front());
   }
 
  private:
@@ -73,6 +81,9 @@ class ByteFallbackDecoder final : public Decoder {
     flush();
     tokens = std::move(out);
   }
+  void token_bytes(std::string& token) const override {
+    if (const int value = byte_token_value(token); value >= 0) token.assign(1, static_cast<char>(value));
+  }
 
  private:
   static int hex(char c) {
@@ -95,6 +106,7 @@ class FuseDecoder final : public Decoder {
     for (const auto& t : tokens) all += t;
     tokens.assign(1, std::move(all));
   }
+  void token_bytes(std::string&) const override {}
 };
 
 // Removes up to `start` leading and `stop` trailing `content` characters per token.
@@ -121,6 +133,8 @@ class StripDecoder final : public Decoder {
       t = t.substr(b, e - b);
     }
   }
+  // Strip acts on the text's ends (after Fuse, one string), never mid-text.
+  void token_bytes(std::string&) const override {}
 
  private:
   char32_t content_;
@@ -151,6 +165,15 @@ class ByteLevelDecoder final : public Decoder {
     }
     tokens.assign(1, utf8_lossy(bytes));
   }
+  void token_bytes(std::string& token) const override {
+    std::string bytes;
+    for (size_t i = 0; i < token.size();) {
+      const int b = char_to_byte(utf8_next(token, i));
+      if (b < 0) return;  // outside the alphabet: kept as its own UTF-8, as decode_chain does
+      bytes += static_cast<char>(b);
+    }
+    token = std::move(bytes);
+  }
 };
 
 class MetaspaceDecoder final : public Decoder {
@@ -159,22 +182,25 @@ class MetaspaceDecoder final : public Decoder {
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (size_t k = 0; k < tokens.size(); ++k) {
       // In the first token every replacement goes (unless prepend_scheme is never).
-      const char* with = (k == 0 && strip_first_) ? "" : " ";
-      std::string out;
-      const std::string& t = tokens[k];
-      for (size_t i = 0; i < t.size();) {
-        if (t.compare(i, replacement_.size(), replacement_) == 0) {
-          out += with;
-          i += replacement_.size();
-        } else {
-          out += t[i++];
-        }
-      }
-      tokens[k] = std::move(out);
+      tokens[k] = replaced(tokens[k], (k == 0 && strip_first_) ? "" : " ");
     }
   }
+  void token_bytes(std::string& token) const override { token = replaced(token, " "); }
 
  private:
+  std::string replaced(const std::string& t, const char* with) const {
+    std::string out;
+    for (size_t i = 0; i < t.size();) {
+      if (t.compare(i, replacement_.size(), replacement_) == 0) {
+        out += with;
+        i += replacement_.size();
+      } else {
+        out += t[i++];
+      }
+    }
+    return out;
+  }
+
   std::string replacement_;
   bool strip_first_;
 };
@@ -198,6 +224,11 @@ class BpeSuffixDecoder final : public Decoder {
       }
       tokens[k] = std::move(out);
     }
+  }
+  void token_bytes(std::string& token) const override {
+    std::vector<std::string> two{std::move(token), std::string()};  // not the last token: the suffix is a space
+    decode_chain(two);
+    token = std::move(two.front());
   }
 
  private:

@@ -16,6 +16,10 @@ class Decoder {
   virtual ~Decoder() = default;
   // Rewrites the list of token strings; the final text is their concatenation.
   virtual void decode_chain(std::vector<std::string>& tokens) const = 0;
+  // Rewrites one token string into the raw bytes it adds mid-text: no
+  // start-of-text stripping and no lossy UTF-8 repair (a token may hold part
+  // of a character). Grammar masks match these bytes.
+  virtual void token_bytes(std::string& token) const = 0;
 };
 
 // Supported: Sequence, Replace, ByteFallback, Fuse, Strip, ByteLevel, Metaspace,

@@ -90,6 +90,14 @@ const std::string* TokenizerImpl::token_of(int32_t id) const {
   return model_->id_to_token(id);
 }
 
+std::string TokenizerImpl::token_bytes(int32_t id) const {
+  const std::string* t = token_of(id);
+  if (t == nullptr) return {};
+  std::string bytes = *t;
+  if (decoder_) decoder_->token_bytes(bytes);
+  return bytes;
+}
+
 // ---- Tokenizer façade ----------------------------------------------------------
 
 Tokenizer::Tokenizer(std::unique_ptr<TokenizerImpl> impl) : impl_(std::move(impl)) {}
@@ -123,6 +131,7 @@ std::string Tokenizer::id_to_token(int32_t id) const {
   return t ? *t : std::string();
 }
 bool Tokenizer::is_special(int32_t id) const { return impl_->is_special(id); }
+std::string Tokenizer::token_bytes(int32_t id) const { return impl_->token_bytes(id); }
 std::optional<int32_t> Tokenizer::bos_id() const { return impl_->bos_id(); }
 std::optional<int32_t> Tokenizer::eos_id() const { return impl_->eos_id(); }
 

@@ -45,6 +45,10 @@ class Tokenizer {
   int32_t vocab_size() const;  // including added tokens
   std::optional<int32_t> token_to_id(std::string_view token) const;
   std::string id_to_token(int32_t id) const;  // "" when out of range
+  // The raw bytes token `id` adds mid-text (a piece of a character possibly;
+  // no start-of-text space stripping); "" when out of range. What grammar
+  // masks match against.
+  std::string token_bytes(int32_t id) const;
   bool is_special(int32_t id) const;
   std::optional<int32_t> bos_id() const;
   std::optional<int32_t> eos_id() const;

@@ -35,6 +35,7 @@ class TokenizerImpl {
   std::optional<int32_t> token_to_id(std::string_view token) const;
   // nullptr when `id` names no token.
   const std::string* token_of(int32_t id) const;
+  std::string token_bytes(int32_t id) const;
   bool is_special(int32_t id) const {
     return id >= 0 && static_cast<size_t>(id) < special_.size() && special_[static_cast<size_t>(id)];
   }

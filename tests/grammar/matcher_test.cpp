@@ -1,0 +1,144 @@
+// Matcher: a pushdown automaton over bytes — acceptance, all-or-nothing
+// advances, deep nesting without deep recursion, rollback; and token masks,
+// checked token by token against advancing the matcher by each token's bytes.
+#include "grammar/matcher.h"
+
+#include <gtest/gtest.h>
+
+#include "grammar/token_mask.h"
+#include "tests/test_util.h"
+
+namespace loragate::grammar {
+namespace {
+
+// list ::= "a" rest ; rest ::= "," "a" rest | ""
+std::shared_ptr<const Grammar> comma_list() {
+  GrammarBuilder b;
+  const int32_t list = b.add_rule("list");
+  Alternative item = GrammarBuilder::literal(",a");
+  const int32_t rest = b.star(item, "rest");
+  b.add_alternative(list, {Element::byte('a'), Element::ref(rest)});
+  return std::make_shared<const Grammar>(b.build(list).value());
+}
+
+// p ::= "(" p ")" p | ""
+std::shared_ptr<const Grammar> parens() {
+  GrammarBuilder b;
+  const int32_t p = b.add_rule("p");
+  b.add_alternative(p, {Element::byte('('), Element::ref(p), Element::byte(')'), Element::ref(p)});
+  b.add_alternative(p, {});
+  return std::make_shared<const Grammar>(b.build(p).value());
+}
+
+// obj ::= "{\"" [a-z]+ "\": " [0-9]+ "}"
+std::shared_ptr<const Grammar> tiny_object() {
+  GrammarBuilder b;
+  const int32_t obj = b.add_rule("obj");
+  const int32_t name = b.plus({Element::ref(b.code_points({{'a', 'z'}}, false, "letter"))}, "name");
+  const int32_t num = b.plus({Element::ref(b.code_points({{'0', '9'}}, false, "digit"))}, "num");
+  Alternative alt = GrammarBuilder::literal("{\"");
+  alt.push_back(Element::ref(name));
+  for (const Element& e : GrammarBuilder::literal("\": ")) alt.push_back(e);
+  alt.push_back(Element::ref(num));
+  alt.push_back(Element::byte('}'));
+  b.add_alternative(obj, alt);
+  return std::make_shared<const Grammar>(b.build(obj).value());
+}
+
+TEST(MatcherTest, AcceptsTheLanguageAndNothingElse) {
+  const auto g = comma_list();
+  EXPECT_TRUE(grammar_matches(g, "a"));
+  EXPECT_TRUE(grammar_matches(g, "a,a,a"));
+  EXPECT_FALSE(grammar_matches(g, ""));
+  EXPECT_FALSE(grammar_matches(g, "a,"));
+  EXPECT_FALSE(grammar_matches(g, "aa"));
+  Matcher m(g);
+  EXPECT_FALSE(m.accepts());
+  EXPECT_TRUE(m.advance("a,a"));
+  EXPECT_TRUE(m.accepts());
+  EXPECT_TRUE(m.can_continue());
+  EXPECT_FALSE(m.advance(",b"));  // all or nothing: the state is still after "a,a"
+  EXPECT_TRUE(m.accepts());
+  EXPECT_EQ(m.next_bytes().count(), 1u);
+  EXPECT_TRUE(m.next_bytes().test(','));
+}
+
+TEST(MatcherTest, EndsWhenNothingCanFollow) {
+  Matcher m(tiny_object());
+  EXPECT_TRUE(m.advance("{\"ab\": 12"));
+  EXPECT_FALSE(m.accepts());
+  EXPECT_TRUE(m.advance("}"));
+  EXPECT_TRUE(m.accepts());
+  EXPECT_FALSE(m.can_continue());
+}
+
+TEST(MatcherTest, DeepNestingNeedsNoDeepRecursion) {
+  const auto g = parens();
+  std::string deep(20000, '(');
+  deep += std::string(20000, ')');
+  EXPECT_TRUE(grammar_matches(g, deep));
+  EXPECT_FALSE(grammar_matches(g, deep + ")"));
+  EXPECT_TRUE(grammar_matches(g, "(()())()"));
+}
+
+TEST(MatcherTest, RollbackForgetsSpeculativeStacks) {
+  Matcher m(parens());
+  ASSERT_TRUE(m.advance("(("));
+  const Matcher::State before = m.state();
+  const size_t mark = m.checkpoint();
+  Matcher::State s = m.state();
+  for (int i = 0; i < 50; ++i) s = m.step(s, '(');
+  EXPECT_GT(m.num_nodes(), mark);
+  m.rollback(mark);
+  EXPECT_EQ(m.num_nodes(), mark);
+  EXPECT_EQ(m.state(), before);
+  EXPECT_TRUE(m.advance("))"));
+  EXPECT_TRUE(m.accepts());
+}
+
+// Every token's bit must say whether the matcher can take that token's bytes.
+void expect_mask_matches_brute_force(Matcher& m, const TokenVocabulary& vocab, const std::vector<bool>& special) {
+  TokenMask mask;
+  const Matcher::State before = m.state();
+  compute_token_mask(m, vocab, &mask);
+  EXPECT_EQ(m.state(), before);
+  int allowed = 0;
+  for (int32_t id = 0; id < vocab.size(); ++id) {
+    Matcher probe(m);
+    const bool fits = !special[static_cast<size_t>(id)] && !vocab.bytes(id).empty() && probe.advance(vocab.bytes(id));
+    ASSERT_EQ(mask_test(mask, id), fits) << "token " << id << " '" << vocab.bytes(id) << "'";
+    allowed += fits;
+  }
+  EXPECT_GT(allowed, 0);
+}
+
+TEST(TokenMaskTest, SmallVocabularyAgreesWithTheMatcher) {
+  const std::vector<std::string> bytes = {"{", "{\"", "\"", "ab", "a", "\": ", ":", " ", "12", "1", "}", "}}", "", "x"};
+  std::vector<bool> special(bytes.size(), false);
+  special[13] = true;  // "x": special, never allowed
+  TokenVocabulary vocab(bytes, special);
+  Matcher m(tiny_object());
+  expect_mask_matches_brute_force(m, vocab, special);
+  for (const char* part : {"{\"", "ab", "\": ", "1"}) {
+    ASSERT_TRUE(m.advance(part));
+    expect_mask_matches_brute_force(m, vocab, special);
+  }
+}
+
+TEST(TokenMaskTest, Qwen3VocabularyAgreesWithTheMatcher) {
+  LG_REQUIRE_SHARED("tokenizers/qwen3/tokenizer.json");
+  auto tok = Tokenizer::load(testing::shared_dir() + "/tokenizers/qwen3");
+  ASSERT_TRUE(tok.is_ok()) << tok.status().to_string();
+  const auto vocab = TokenVocabulary::from_tokenizer(**tok);
+  std::vector<bool> special(static_cast<size_t>(vocab->size()));
+  for (int32_t id = 0; id < vocab->size(); ++id) special[static_cast<size_t>(id)] = (*tok)->is_special(id);
+  Matcher m(tiny_object());
+  expect_mask_matches_brute_force(m, *vocab, special);
+  ASSERT_TRUE(m.advance("{\"name"));
+  expect_mask_matches_brute_force(m, *vocab, special);
+  ASSERT_TRUE(m.advance("\": 4"));
+  expect_mask_matches_brute_force(m, *vocab, special);
+}
+
+}  // namespace
+}  // namespace loragate::grammar
