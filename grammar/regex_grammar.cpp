@@ -28,7 +28,7 @@ CodePointRanges regex_complement(CodePointRanges ranges) {
   char32_t next = 0;
   for (auto [lo, hi] : ranges) {
     if (lo > next) out.emplace_back(next, lo - 1);
-    next = std::max(next, hi + 1);
+    next = std::max<char32_t>(next, hi + 1);
   }
   if (next <= kRegexMaxCodePoint) out.emplace_back(next, kRegexMaxCodePoint);
   return out;
