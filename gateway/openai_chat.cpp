@@ -123,12 +123,6 @@ std::optional<ApiError> read_chat_logprobs(const json& body, bool stream, int32_
 }
 
 std::optional<ApiError> refuse_unsupported_chat_fields(const json& body) {
-  if (body.contains("response_format") && !body["response_format"].is_null()) {
-    const json& rf = body["response_format"];
-    if (!rf.is_object() || !rf.contains("type") || rf["type"] != "text") {
-      return bad_request("response_format other than {\"type\": \"text\"} is not supported yet", "response_format");
-    }
-  }
   if (body.contains("continue_final_message") && body["continue_final_message"] == true) {
     return bad_request("continue_final_message is not supported yet", "continue_final_message");
   }
