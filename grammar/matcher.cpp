@@ -5,16 +5,22 @@
 namespace loragate::grammar {
 namespace {
 
+constexpr Matcher::StateId kUnknown = -2;
+// The tables' budget: states (each with a 1 KiB transition row) and cached masks.
+constexpr size_t kMaxStates = 32 * 1024;
+constexpr size_t kMaxMaskBytes = 64u << 20;
+
 uint64_t node_key(int32_t pos, int32_t parent) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) | static_cast<uint32_t>(parent);
 }
 
-void sort_unique(Matcher::State& s) {
-  std::sort(s.begin(), s.end());
-  s.erase(std::unique(s.begin(), s.end()), s.end());
-}
-
 }  // namespace
+
+size_t Matcher::StateHash::operator()(const State& s) const {
+  uint64_t h = 1469598103934665603ull;
+  for (int32_t id : s) h = (h ^ static_cast<uint32_t>(id)) * 1099511628211ull;
+  return static_cast<size_t>(h);
+}
 
 Matcher::Matcher(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
   const auto& rules = grammar_->rules();
@@ -26,16 +32,49 @@ Matcher::Matcher(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(gr
       flat_.push_back(nullptr);
     }
   }
+  reset();
+}
+
+void Matcher::reset() {
+  nodes_.clear();
+  node_index_.clear();
+  states_.clear();
+  state_index_.clear();
+  transitions_.clear();
+  masks_.clear();
+  mask_bytes_ = 0;
+  State start;
   std::vector<int32_t> seen;
-  for (int32_t start : starts_[static_cast<size_t>(grammar_->root())]) {
-    expand(intern(start, kEmptyStack), state_, seen);
-  }
-  sort_unique(state_);
+  for (int32_t pos : starts_[static_cast<size_t>(grammar_->root())]) expand(intern(pos, kEmptyStack), start, seen);
+  std::sort(start.begin(), start.end());
+  start.erase(std::unique(start.begin(), start.end()), start.end());
+  current_ = intern_state(std::move(start));
+}
+
+void Matcher::trim() {
+  if (states_.size() <= kMaxStates && mask_bytes_ <= kMaxMaskBytes) return;
+  const std::string replay = std::move(consumed_);
+  consumed_.clear();
+  reset();
+  advance(replay);  // it was accepted before, so it is again
 }
 
 int32_t Matcher::intern(int32_t pos, int32_t parent) {
-  const auto [it, inserted] = index_.try_emplace(node_key(pos, parent), static_cast<int32_t>(nodes_.size()));
+  const auto [it, inserted] = node_index_.try_emplace(node_key(pos, parent), static_cast<int32_t>(nodes_.size()));
   if (inserted) nodes_.push_back({pos, parent});
+  return it->second;
+}
+
+Matcher::StateId Matcher::intern_state(State s) {
+  if (s.empty()) return kDead;
+  const auto [it, inserted] = state_index_.try_emplace(s, static_cast<StateId>(states_.size()));
+  if (inserted) {
+    states_.push_back(std::move(s));
+    std::array<StateId, 256> row;
+    row.fill(kUnknown);
+    transitions_.push_back(row);
+    masks_.emplace_back();
+  }
   return it->second;
 }
 
@@ -57,7 +96,11 @@ void Matcher::expand(int32_t id, State& out, std::vector<int32_t>& seen) {
     return;
   }
   // Open the rule: its alternatives run on top of the caller's continuation.
-  const int32_t cont = intern(node.pos + 1, node.parent);
+  // A reference that ends its alternative continues straight with the parent
+  // (a tail call), so x* = r ::= x r | "" keeps one stack depth however many
+  // times it repeats, and comes back to the same state.
+  const int32_t cont =
+      flat_[static_cast<size_t>(node.pos) + 1] == nullptr ? node.parent : intern(node.pos + 1, node.parent);
   for (int32_t start : starts_[static_cast<size_t>(e.rule)]) expand(intern(start, cont), out, seen);
 }
 
@@ -71,38 +114,56 @@ Matcher::State Matcher::step(const State& from, uint8_t byte) {
     if (!flat_[static_cast<size_t>(node.pos)]->bytes.test(byte)) continue;
     expand(intern(node.pos + 1, node.parent), out, seen);
   }
-  sort_unique(out);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 
+Matcher::StateId Matcher::transition(StateId from, uint8_t byte) {
+  StateId& known = transitions_[static_cast<size_t>(from)][byte];
+  if (known != kUnknown) return known;
+  State next = step(states_[static_cast<size_t>(from)], byte);  // copies: interning may grow states_
+  const StateId id = intern_state(std::move(next));
+  transitions_[static_cast<size_t>(from)][byte] = id;  // `known` may dangle after the push_back
+  return id;
+}
+
 bool Matcher::advance(std::string_view bytes) {
-  State s = state_;
+  StateId s = current_;
   for (char c : bytes) {
-    s = step(s, static_cast<uint8_t>(c));
-    if (s.empty()) return false;
+    s = transition(s, static_cast<uint8_t>(c));
+    if (s == kDead) return false;
   }
-  state_ = std::move(s);
+  current_ = s;
+  consumed_.append(bytes);
   return true;
 }
 
+bool Matcher::accepts(StateId s) const {
+  return s != kDead && states_[static_cast<size_t>(s)].front() == kEmptyStack;
+}
+
 bool Matcher::can_continue() const {
-  return std::any_of(state_.begin(), state_.end(), [](int32_t id) { return id != kEmptyStack; });
+  const State& s = state();
+  return std::any_of(s.begin(), s.end(), [](int32_t id) { return id != kEmptyStack; });
 }
 
 ByteSet Matcher::next_bytes() const {
   ByteSet out;
-  for (int32_t id : state_) {
+  for (int32_t id : state()) {
     if (id != kEmptyStack) out |= flat_[static_cast<size_t>(nodes_[static_cast<size_t>(id)].pos)]->bytes;
   }
   return out;
 }
 
-void Matcher::rollback(size_t mark) {
-  while (nodes_.size() > mark) {
-    const Node& n = nodes_.back();
-    index_.erase(node_key(n.pos, n.parent));
-    nodes_.pop_back();
-  }
+const std::vector<uint64_t>* Matcher::cached_mask(StateId s) const {
+  const auto& m = masks_[static_cast<size_t>(s)];
+  return m.empty() ? nullptr : &m;
+}
+
+void Matcher::cache_mask(StateId s, std::vector<uint64_t> mask) {
+  mask_bytes_ += mask.size() * sizeof(uint64_t);
+  masks_[static_cast<size_t>(s)] = std::move(mask);
 }
 
 bool grammar_matches(const std::shared_ptr<const Grammar>& grammar, std::string_view text) {

@@ -69,17 +69,22 @@ std::shared_ptr<const TokenVocabulary> TokenVocabulary::from_tokenizer(const Tok
 }
 
 void compute_token_mask(Matcher& matcher, const TokenVocabulary& vocab, TokenMask* mask) {
+  matcher.trim();  // between searches: state ids stay valid through this one
+  const Matcher::StateId from = matcher.state_id();
+  if (const TokenMask* cached = matcher.cached_mask(from)) {
+    *mask = *cached;
+    return;
+  }
   mask->assign((static_cast<size_t>(vocab.size()) + 63) / 64, 0);
   const auto& trie = vocab.trie();
   const auto& ids = vocab.tokens();
-  const size_t mark = matcher.checkpoint();
-  // Depth first; the states on the path stay valid (rollback happens once, at the end).
+  // Depth first over the trie, one memoised transition per edge.
   struct Frame {
     int32_t child;  // the next child of this frame's node to try
-    Matcher::State state;
+    Matcher::StateId state;
   };
   std::vector<Frame> stack;
-  stack.push_back({trie[0].first_child, matcher.state()});
+  stack.push_back({trie[0].first_child, from});
   while (!stack.empty()) {
     Frame& top = stack.back();
     if (top.child < 0) {
@@ -88,15 +93,15 @@ void compute_token_mask(Matcher& matcher, const TokenVocabulary& vocab, TokenMas
     }
     const TokenVocabulary::TrieNode& node = trie[static_cast<size_t>(top.child)];
     top.child = node.next_sibling;
-    Matcher::State next = matcher.step(top.state, node.byte);
-    if (next.empty()) continue;  // no token below this prefix can follow
+    const Matcher::StateId next = matcher.transition(top.state, node.byte);
+    if (next == Matcher::kDead) continue;  // no token below this prefix can follow
     for (int32_t i = node.tokens_begin; i < node.tokens_end; ++i) {
       const auto id = static_cast<uint32_t>(ids[static_cast<size_t>(i)]);
       (*mask)[id >> 6] |= uint64_t{1} << (id & 63);
     }
-    if (node.first_child >= 0) stack.push_back({node.first_child, std::move(next)});
+    if (node.first_child >= 0) stack.push_back({node.first_child, next});
   }
-  matcher.rollback(mark);
+  matcher.cache_mask(from, *mask);
 }
 
 }  // namespace loragate::grammar

@@ -2,8 +2,8 @@
 //
 // TokenVocabulary holds each token's bytes (as it adds them mid-text) in a
 // byte trie; it is built once per tokenizer and shared, immutable, by every
-// sequence. TokenMasker walks that trie from a Matcher's state, advancing the
-// state one byte per trie edge and dropping a whole subtree as soon as its
+// sequence. compute_token_mask walks that trie from a Matcher's state, one
+// memoised transition per trie edge, dropping a whole subtree as soon as its
 // prefix cannot follow: tokens that share a prefix share the work. Special
 // tokens are never in a mask (the caller decides about EOS).
 #pragma once
@@ -52,7 +52,8 @@ inline bool mask_test(const TokenMask& m, int32_t id) {
 }
 
 // Fills `mask` (resized to the vocabulary) with the tokens whose bytes can
-// follow `matcher`'s current state; leaves the matcher's state as it was.
+// follow `matcher`'s current state (from its cache when this state was
+// masked before); leaves the matcher's state as it was.
 void compute_token_mask(Matcher& matcher, const TokenVocabulary& vocab, TokenMask* mask);
 
 }  // namespace loragate::grammar

@@ -1,5 +1,5 @@
 // Matcher: a pushdown automaton over bytes — acceptance, all-or-nothing
-// advances, deep nesting without deep recursion, rollback; and token masks,
+// advances, deep nesting without deep recursion, memoised transitions; and token masks,
 // checked token by token against advancing the matcher by each token's bytes.
 #include "grammar/matcher.h"
 
@@ -81,19 +81,16 @@ TEST(MatcherTest, DeepNestingNeedsNoDeepRecursion) {
   EXPECT_TRUE(grammar_matches(g, "(()())()"));
 }
 
-TEST(MatcherTest, RollbackForgetsSpeculativeStacks) {
-  Matcher m(parens());
-  ASSERT_TRUE(m.advance("(("));
-  const Matcher::State before = m.state();
-  const size_t mark = m.checkpoint();
-  Matcher::State s = m.state();
-  for (int i = 0; i < 50; ++i) s = m.step(s, '(');
-  EXPECT_GT(m.num_nodes(), mark);
-  m.rollback(mark);
-  EXPECT_EQ(m.num_nodes(), mark);
-  EXPECT_EQ(m.state(), before);
-  EXPECT_TRUE(m.advance("))"));
-  EXPECT_TRUE(m.accepts());
+TEST(MatcherTest, TransitionsAreMemoisedAndStatesInterned) {
+  Matcher m(comma_list());
+  ASSERT_TRUE(m.advance("a,a"));
+  const Matcher::StateId after_item = m.state_id();
+  ASSERT_TRUE(m.advance(",a"));
+  EXPECT_EQ(m.state_id(), after_item);  // the same stacks: the same state
+  const size_t states = m.num_states();
+  EXPECT_EQ(m.transition(after_item, ','), m.transition(after_item, ','));
+  EXPECT_EQ(m.transition(after_item, 'x'), Matcher::kDead);
+  EXPECT_EQ(m.num_states(), states);
 }
 
 // Every token's bit must say whether the matcher can take that token's bytes.
