@@ -4,6 +4,7 @@
 #include <string>
 
 #include "bench/decode_bench.h"
+#include "bench/grammar_bench.h"
 #include "bench/load_bench.h"
 #include "bench/lora_bench.h"
 #include "bench/matmul_bench.h"
@@ -64,6 +65,21 @@ void add_bench_command(CLI::App& app) {
   decode->add_option("--threads", o->threads, "Threads (0 = all cores)");
   decode->callback([o] {
     Status s = bench::run_decode_bench(*o);
+    if (!s.is_ok()) throw CLI::RuntimeError(fail(s.to_string()));
+  });
+
+  auto gb = std::make_shared<bench::GrammarBenchOptions>();
+  CLI::App* gram = bench->add_subcommand("grammar", "Structured output: token-mask time per token along a JSON document");
+  gram->add_option("--tokenizers", gb->tokenizers, "Tokenizer directories (default: ../shared's Qwen3 and Mistral 7B)")
+      ->delimiter(',')
+      ->check(CLI::ExistingDirectory);
+  gram->add_option("--schema", gb->schema_file, "A JSON schema file (default: a built-in invoice schema)")
+      ->check(CLI::ExistingFile);
+  gram->add_option("--document", gb->document_file, "A document the schema accepts (default: the built-in one)")
+      ->check(CLI::ExistingFile);
+  gram->add_option("--reps", gb->reps, "Passes over the document (medians reported)")->check(CLI::PositiveNumber);
+  gram->callback([gb] {
+    Status s = bench::run_grammar_bench(*gb);
     if (!s.is_ok()) throw CLI::RuntimeError(fail(s.to_string()));
   });
 

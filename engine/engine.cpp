@@ -112,6 +112,11 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options, std
   return std::unique_ptr<Engine>(new Engine(options, std::move(model), std::move(runner), max_model_len));
 }
 
+std::shared_ptr<const grammar::TokenVocabulary> Engine::grammar_vocabulary() {
+  if (!grammar_vocab_) grammar_vocab_ = grammar::TokenVocabulary::from_tokenizer(*tokenizer());
+  return grammar_vocab_;
+}
+
 Status Engine::validate_request(const GenerationRequest& request) const {
   LG_RETURN_IF_ERROR(request.params.validate());
   if (request.prompt_ids.empty()) return Status::invalid_argument("the prompt is empty");
@@ -138,6 +143,9 @@ Status Engine::validate_request(const GenerationRequest& request) const {
       return Status::invalid_argument("prompt token id " + std::to_string(t) + " is outside the vocabulary [0, " +
                                       std::to_string(vocab) + ")");
     }
+  }
+  if (request.params.grammar && tokenizer() == nullptr) {
+    return Status::failed_precondition("structured output needs the model's tokenizer, and this model has none");
   }
   for (const auto& [t, bias] : request.params.logit_bias) {
     if (t < 0 || t >= vocab) {
@@ -177,6 +185,7 @@ Result<int64_t> Engine::add_request(GenerationRequest request, int64_t id) {
   seq->adapter = std::move(request.adapter);
   seq->priority = request.priority;
   seq->cache_salt = std::move(request.cache_salt);
+  if (seq->params().grammar) seq->constrain(grammar_vocabulary());
   counters_.prompt_tokens += static_cast<int64_t>(seq->prompt_ids().size());
   Sequence* raw = seq.get();
   sequences_.emplace(id, std::move(seq));
@@ -290,8 +299,14 @@ Status Engine::step() {
         seq.score_next_prompt_token(row_logits, vocab);
         continue;
       }
-      // Penalties, bias and min_tokens change what is drawn, not the reported logprobs (the model's own).
-      const int32_t token = seq.sampler().sample(seq.logits_to_sample(row_logits, vocab, eos_ids_), vocab);
+      // A grammar, penalties, bias and min_tokens change what is drawn, not the reported logprobs (the model's own).
+      const float* to_sample = seq.logits_to_sample(row_logits, vocab, eos_ids_);
+      if (to_sample == nullptr) {
+        seq.fail(Status::invalid_argument("the request's grammar allows no token of this model's vocabulary after " +
+                                          std::to_string(seq.output_ids().size()) + " generated tokens"));
+        continue;  // the sampling row is the sequence's last
+      }
+      const int32_t token = seq.sampler().sample(to_sample, vocab);
       if (seq.params().logprobs >= 0) {
         seq.logprobs.push_back(compute_logprobs(row_logits, vocab, token, seq.params().logprobs));
       }

@@ -22,6 +22,7 @@
 #include "common/dtype.h"
 #include "common/weight_type.h"
 #include "common/status.h"
+#include "grammar/token_mask.h"
 #include "adapters/adapter_cache.h"
 #include "engine/engine_types.h"
 #include "engine/block_manager.h"
@@ -135,6 +136,9 @@ class Engine {
   std::unique_ptr<AdapterCache> adapters_;
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<int32_t> eos_ids_;
+  // The tokenizer's tokens as bytes for grammar masks, built at the first constrained request.
+  std::shared_ptr<const grammar::TokenVocabulary> grammar_vocabulary();
+  std::shared_ptr<const grammar::TokenVocabulary> grammar_vocab_;
   int64_t max_model_len_ = 0;
   int64_t next_id_ = 1;
   uint64_t seed_counter_;

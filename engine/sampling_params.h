@@ -2,12 +2,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/status.h"
+#include "grammar/grammar.h"
 
 namespace loragate {
 
@@ -32,11 +34,16 @@ struct SamplingParams {
   float repetition_penalty = 1.0f;     // > 0; tokens of the prompt or output: logit / p if > 0, else * p
   std::vector<std::pair<int32_t, float>> logit_bias;  // token id -> -100..100 added to its logit
   int32_t min_tokens = 0;              // EOS and stop strings are ignored until this many tokens
+  // Structured output: the text must be a sentence of this grammar. Each step
+  // only tokens whose bytes can follow are drawable (masked before everything
+  // else), EOS only once the grammar accepts, and the sequence ends when it
+  // accepts and nothing more can follow. Null = unconstrained.
+  std::shared_ptr<const grammar::Grammar> grammar;
 
   // True when any of the above changes the logits the sampler sees.
   bool processes_logits() const {
     return presence_penalty != 0.0f || frequency_penalty != 0.0f || repetition_penalty != 1.0f ||
-           !logit_bias.empty() || min_tokens > 0;
+           !logit_bias.empty() || min_tokens > 0 || grammar != nullptr;
   }
 
   // Says which field is out of range, e.g. "temperature must be >= 0, got -1".

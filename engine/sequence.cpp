@@ -109,10 +109,17 @@ const float* Sequence::logits_to_sample(const float* logits, int64_t vocab, cons
   return processor_->apply(logits, vocab, static_cast<int64_t>(output_ids_.size()), eos_ids);
 }
 
+void Sequence::constrain(std::shared_ptr<const grammar::TokenVocabulary> vocab) {
+  if (processor_) processor_->constrain(std::move(vocab));
+}
+
 std::string Sequence::append_token(int32_t token, const std::vector<int32_t>& eos_ids, Clock::time_point now) {
   output_ids_.push_back(token);
   token_times_.push_back(now);
-  if (processor_) processor_->observe(token);
+  if (processor_ && !processor_->observe(token, eos_ids)) {
+    fail(Status::internal("token " + std::to_string(token) + " does not follow the request's grammar"));
+    return {};
+  }
   // Before min_tokens neither EOS (banned from the logits, but a fallback row may still draw
   // it) nor a stop string ends the sequence.
   const bool below_min = static_cast<int32_t>(output_ids_.size()) <= params_.min_tokens;
@@ -137,6 +144,8 @@ std::string Sequence::append_token(int32_t token, const std::vector<int32_t>& eo
       stop_string_hit = true;
     }
   }
+  // A grammar that accepts and can take nothing more ends the text, EOS or not.
+  if (!finished() && processor_ && processor_->grammar_complete()) finish_reason_ = FinishReason::kStop;
   if (!finished() && static_cast<int32_t>(output_ids_.size()) >= params_.max_tokens) {
     finish_reason_ = FinishReason::kLength;
   }

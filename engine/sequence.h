@@ -88,8 +88,11 @@ class Sequence {
   int64_t registered_blocks = 0;  // leading blocks already offered to the cache
   Sampler& sampler() { return sampler_; }
   // The logits the sampler draws from: `logits` itself, or a processed copy
-  // when the request asks for penalties, logit_bias or min_tokens.
+  // when the request asks for a grammar, penalties, logit_bias or min_tokens;
+  // nullptr when its grammar allows no token of the vocabulary.
   const float* logits_to_sample(const float* logits, int64_t vocab, const std::vector<int32_t>& eos_ids);
+  // A grammar-constrained sequence's vocabulary, as bytes (set before its first step).
+  void constrain(std::shared_ptr<const grammar::TokenVocabulary> vocab);
 
   // Appends a sampled token, updates the text and stop conditions, and
   // returns the text that may now be streamed: text that could still turn

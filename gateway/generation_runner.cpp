@@ -1,5 +1,6 @@
 #include "gateway/generation_runner.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "gateway/openai_errors.h"
@@ -13,12 +14,34 @@ GenerationRunner::GenerationRunner(int32_t max_in_flight)
 
 GenerationRunner::~GenerationRunner() = default;
 
+namespace {
+
+// The answer to a submit the engine refused.
+HttpResponse submit_error_response(const Status& s) {
+  if (s.code() == StatusCode::kNotFound) {
+    return error_response(http::status::not_found, s.message(), "model", "model_not_found");
+  }
+  if (s.code() == StatusCode::kUnavailable) {
+    return error_response(http::status::service_unavailable, s.message(), "", "service_unavailable");
+  }
+  // Engine-side resource_exhausted at submit is about this request's size (KV pool).
+  return error_response(http_status_for(s, /*about_size=*/true), s.message());
+}
+
+}  // namespace
+
 void GenerationRunner::run(const std::shared_ptr<Exchange>& exchange, GenerationCall call) {
+  const int32_t choices = static_cast<int32_t>(call.requests.size());
+  const int32_t n = std::max(call.n, 1);
   RequestRecord& record = exchange->record();
-  record.adapter = call.request.adapter;
-  record.prompt_tokens = static_cast<int64_t>(call.request.prompt_ids.size());
+  record.adapter = call.requests.front().adapter;
+  record.prompt_tokens = 0;  // each prompt once, however many choices it has (vLLM's usage)
+  for (size_t first = 0; first < call.requests.size(); first += static_cast<size_t>(n)) {
+    record.prompt_tokens += static_cast<int64_t>(call.requests[first].prompt_ids.size());
+  }
   const std::shared_ptr<ServingBase> base = call.base;
-  auto sink = std::make_shared<StreamSink>(exchange, call.format, call.stream, call.include_usage, ledger_, base);
+  auto sink = std::make_shared<StreamSink>(exchange, call.format, call.stream, call.include_usage, choices, n, ledger_,
+                                           base);
   {
     std::lock_guard<std::mutex> lock(ledger_->mu);
     if (ledger_->stopping) {
@@ -33,29 +56,30 @@ void GenerationRunner::run(const std::shared_ptr<Exchange>& exchange, Generation
     }
     ledger_->live.emplace(sink.get(), sink);
   }
-  if (shadow_ != nullptr) sink->set_shadow(shadow_->offer(*base, call.request, exchange->record().scenario));
-  call.request.sink = sink.get();
+  // Only the first choice is shadowed: the pair compares one live sequence with its copy.
+  if (shadow_ != nullptr) sink->set_shadow(shadow_->offer(*base, call.requests.front(), exchange->record().scenario));
   base->begin_request();
-  Result<int64_t> id = base->loop().submit(std::move(call.request));
-  if (!id.is_ok()) {
-    base->end_request();
-    sink->abandon_shadow();
-    {
-      std::lock_guard<std::mutex> lock(ledger_->mu);
-      ledger_->live.erase(sink.get());
+  std::vector<int64_t> ids;
+  for (int32_t i = 0; i < choices; ++i) {
+    GenerationRequest& request = call.requests[static_cast<size_t>(i)];
+    request.sink = sink->choice_sink(i);
+    Result<int64_t> id = base->loop().submit(std::move(request));
+    if (!id.is_ok()) {
+      if (i > 0) return sink->submit_failed(i, submit_error_response(id.status()));
+      base->end_request();
+      sink->abandon_shadow();
+      {
+        std::lock_guard<std::mutex> lock(ledger_->mu);
+        ledger_->live.erase(sink.get());
+      }
+      return exchange->respond(submit_error_response(id.status()));
     }
-    const Status& s = id.status();
-    if (s.code() == StatusCode::kNotFound) {
-      return exchange->respond(error_response(http::status::not_found, s.message(), "model", "model_not_found"));
-    }
-    if (s.code() == StatusCode::kUnavailable) {
-      return exchange->respond(error_response(http::status::service_unavailable, s.message(), "", "service_unavailable"));
-    }
-    // Engine-side resource_exhausted at submit is about this request's size (KV pool).
-    return exchange->respond(error_response(http_status_for(s, /*about_size=*/true), s.message()));
+    sink->set_id(i, id.value());
+    ids.push_back(id.value());
   }
-  sink->set_id(id.value());
-  exchange->on_client_gone([base, id = id.value()] { base->loop().cancel(id); });
+  exchange->on_client_gone([base, ids = std::move(ids)] {
+    for (int64_t id : ids) base->loop().cancel(id);
+  });
   if (call.stream) {
     exchange->start_stream(http::status::ok, "text/event-stream");
     for (const nlohmann::json& chunk : call.format->opening()) {

@@ -1,8 +1,9 @@
-// GenerationRunner: runs an exchange's GenerationRequest on the EngineLoop of
-// the base generation it captured.
-// It bounds the requests in flight (429 past max_in_flight), refuses new
-// ones while stopping (503), maps submit errors to OpenAI errors, starts the
-// SSE stream, and cancels the engine request when the client goes away.
+// GenerationRunner: runs an exchange's GenerationRequests (one per choice) on
+// the EngineLoop of the base generation it captured.
+// It bounds the HTTP requests in flight (429 past max_in_flight; a request's
+// choices count once), refuses new ones while stopping (503), maps submit
+// errors to OpenAI errors, starts the SSE stream, and cancels every engine
+// request of the exchange when the client goes away.
 // Every StreamSink is owned through a SinkLedger that the runner and the
 // sinks share, until the engine finishes it: shutdown can cancel what is
 // left and wait for it, and a sink the engine still holds when the runner
@@ -18,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "bases/serving_base.h"
 #include "gateway/http_exchange.h"
@@ -42,7 +44,10 @@ struct SinkLedger {
 
 struct GenerationCall {
   std::shared_ptr<ServingBase> base;             // runs here, and is held until the request ends
-  GenerationRequest request;                     // prompt, params, adapter (the runner sets the sink)
+  // One engine request per choice, in choice order: prompt p's j-th choice is
+  // requests[p * n + j]. Prompt, params, adapter (the runner sets the sinks). At least one.
+  std::vector<GenerationRequest> requests;
+  int32_t n = 1;                                 // choices per prompt
   std::shared_ptr<const ResponseFormat> format;  // shapes the answer
   bool stream = false;                           // answer with server-sent events
   bool include_usage = false;                    // streams: a usage chunk before [DONE]

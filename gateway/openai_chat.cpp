@@ -11,47 +11,56 @@ namespace loragate {
 
 using nlohmann::json;
 
-json ChatFormat::chunk(json delta, json finish_reason) const {
+json ChatFormat::chunk(int32_t index, json delta, json finish_reason) const {
   return {{"id", meta_.id},
           {"object", "chat.completion.chunk"},
           {"created", meta_.created},
           {"model", meta_.model},
           {"system_fingerprint", meta_.system_fingerprint},
-          {"choices", json::array({{{"index", 0},
+          {"choices", json::array({{{"index", index},
                                     {"delta", std::move(delta)},
                                     {"finish_reason", std::move(finish_reason)},
                                     {"logprobs", nullptr}}})}};
 }
 
-json ChatFormat::full(const GenerationResult& result) const {
-  json logprobs = nullptr;
-  if (tokenizer_ != nullptr && !result.logprobs.empty()) logprobs = chat_logprobs(*tokenizer_, result);
+json ChatFormat::full(const std::vector<GenerationResult>& results) const {
+  json choices = json::array();
+  for (size_t i = 0; i < results.size(); ++i) {
+    const GenerationResult& result = results[i];
+    json logprobs = nullptr;
+    if (tokenizer_ != nullptr && !result.logprobs.empty()) logprobs = chat_logprobs(*tokenizer_, result);
+    choices.push_back({{"index", static_cast<int32_t>(i)},
+                       {"message", {{"role", "assistant"}, {"content", result.text}}},
+                       {"finish_reason", openai_finish_reason(result.finish_reason)},
+                       {"logprobs", std::move(logprobs)}});
+  }
   return {{"id", meta_.id},
           {"object", "chat.completion"},
           {"created", meta_.created},
           {"model", meta_.model},
           {"system_fingerprint", meta_.system_fingerprint},
-          {"choices", json::array({{{"index", 0},
-                                    {"message", {{"role", "assistant"}, {"content", result.text}}},
-                                    {"finish_reason", openai_finish_reason(result.finish_reason)},
-                                    {"logprobs", std::move(logprobs)}}})},
-          {"usage", usage_json(result)}};
+          {"choices", std::move(choices)},
+          {"usage", usage_json(count_usage(results, n_))}};
 }
 
 std::vector<json> ChatFormat::opening() const {
-  return {chunk({{"role", "assistant"}, {"content", ""}}, nullptr)};
+  std::vector<json> chunks;
+  for (int32_t i = 0; i < std::max(n_, 1); ++i) chunks.push_back(chunk(i, {{"role", "assistant"}, {"content", ""}}, nullptr));
+  return chunks;
 }
 
-json ChatFormat::delta(std::string_view text) const { return chunk({{"content", text}}, nullptr); }
-
-json ChatFormat::finish(std::string_view text, std::string_view finish_reason) const {
-  return chunk(text.empty() ? json::object() : json{{"content", text}}, finish_reason);
+json ChatFormat::delta(int32_t index, std::string_view text) const {
+  return chunk(index, {{"content", text}}, nullptr);
 }
 
-json ChatFormat::usage(const GenerationResult& result) const {
-  json body = chunk(json::object(), nullptr);
+json ChatFormat::finish(int32_t index, std::string_view text, std::string_view finish_reason) const {
+  return chunk(index, text.empty() ? json::object() : json{{"content", text}}, finish_reason);
+}
+
+json ChatFormat::usage(const std::vector<GenerationResult>& results) const {
+  json body = chunk(0, json::object(), nullptr);
   body["choices"] = json::array();
-  body["usage"] = usage_json(result);
+  body["usage"] = usage_json(count_usage(results, n_));
   return body;
 }
 
@@ -114,12 +123,6 @@ std::optional<ApiError> read_chat_logprobs(const json& body, bool stream, int32_
 }
 
 std::optional<ApiError> refuse_unsupported_chat_fields(const json& body) {
-  if (body.contains("response_format") && !body["response_format"].is_null()) {
-    const json& rf = body["response_format"];
-    if (!rf.is_object() || !rf.contains("type") || rf["type"] != "text") {
-      return bad_request("response_format other than {\"type\": \"text\"} is not supported yet", "response_format");
-    }
-  }
   if (body.contains("continue_final_message") && body["continue_final_message"] == true) {
     return bad_request("continue_final_message is not supported yet", "continue_final_message");
   }
@@ -177,11 +180,12 @@ void submit_chat(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchang
   const ServingBase& base = *req.base;
   GenerationCall call;
   call.base = req.base;
-  call.request.prompt_ids = std::move(prompt_ids);
-  call.request.params = req.fields.params;
-  call.request.params.logprobs = logprobs;
-  if (call.request.params.max_tokens < 0) {  // OpenAI's default: as much as the context leaves
-    const int64_t prompt = static_cast<int64_t>(call.request.prompt_ids.size());
+  GenerationRequest& request = call.requests.emplace_back();
+  request.prompt_ids = std::move(prompt_ids);
+  request.params = req.fields.params;
+  request.params.logprobs = logprobs;
+  if (request.params.max_tokens < 0) {  // OpenAI's default: as much as the context leaves
+    const int64_t prompt = static_cast<int64_t>(request.prompt_ids.size());
     const int64_t room = base.max_model_len() - prompt;
     if (room <= 0) {  // else it would answer 200 with nothing generated
       return exchange->respond(bad_request("the rendered prompt is " + std::to_string(prompt) +
@@ -191,16 +195,25 @@ void submit_chat(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchang
                                    .to_response());
     }
     // max_model_len is capped at the KV pool and int32 positions (Engine::create); clamp anyway, never wrap.
-    call.request.params.max_tokens = static_cast<int32_t>(std::min<int64_t>(room, std::numeric_limits<int32_t>::max()));
+    request.params.max_tokens = static_cast<int32_t>(std::min<int64_t>(room, std::numeric_limits<int32_t>::max()));
   }
-  call.request.adapter = req.choice.adapter;
-  call.request.cache_salt = req.fields.cache_salt;
+  request.adapter = req.choice.adapter;
+  request.cache_salt = req.fields.cache_salt;
+  // n sequences of the one prompt; with a seed, choice i samples with seed + i (vLLM's rule).
+  const int32_t n = req.fields.n;
+  call.n = n;
+  call.requests.reserve(static_cast<size_t>(n));  // `request` is not used past here
+  for (int32_t i = 1; i < n; ++i) {
+    call.requests.push_back(call.requests.front());
+    SamplingParams& params = call.requests.back().params;
+    if (params.seed) params.seed = *params.seed + static_cast<uint64_t>(i);  // unsigned: wraps at 2^64
+  }
   call.stream = req.fields.stream;
   call.include_usage = req.fields.include_usage;
   call.format = std::make_shared<ChatFormat>(
       CompletionMeta{make_response_id("chatcmpl-", exchange->record().id), unix_now(), req.response_model,
                      base.fingerprint()},
-      base.tokenizer());
+      base.tokenizer(), n);
   ctx.runner->run(exchange, std::move(call));
 }
 

@@ -1,7 +1,8 @@
 // POST /v1/chat/completions: OpenAI messages rendered through the base
 // model's chat template (with chat_template_kwargs as template variables),
 // then generated like a completion; answered whole or as
-// chat.completion.chunk events (the first delta carries the role).
+// chat.completion.chunk events (the first delta of each choice carries the
+// role). `n` choices are n sequences of the one prompt (seed + i for choice i).
 // Messages with more text than the model length can hold are refused (400,
 // context_length_exceeded) before rendering; a long chat is parsed, rendered
 // and tokenised on the Gateway's BlockingWork, not on a network thread.
@@ -21,18 +22,20 @@ namespace loragate {
 class ChatFormat final : public ResponseFormat {
  public:
   // `tokenizer` renders logprobs (when the result has them); may be null.
-  explicit ChatFormat(CompletionMeta meta, const Tokenizer* tokenizer = nullptr)
-      : meta_(std::move(meta)), tokenizer_(tokenizer) {}
-  nlohmann::json full(const GenerationResult& result) const override;
+  // `n` choices, all of the one rendered prompt.
+  explicit ChatFormat(CompletionMeta meta, const Tokenizer* tokenizer = nullptr, int32_t n = 1)
+      : meta_(std::move(meta)), tokenizer_(tokenizer), n_(n) {}
+  nlohmann::json full(const std::vector<GenerationResult>& results) const override;
   std::vector<nlohmann::json> opening() const override;
-  nlohmann::json delta(std::string_view text) const override;
-  nlohmann::json finish(std::string_view text, std::string_view finish_reason) const override;
-  nlohmann::json usage(const GenerationResult& result) const override;
+  nlohmann::json delta(int32_t index, std::string_view text) const override;
+  nlohmann::json finish(int32_t index, std::string_view text, std::string_view finish_reason) const override;
+  nlohmann::json usage(const std::vector<GenerationResult>& results) const override;
 
  private:
-  nlohmann::json chunk(nlohmann::json delta, nlohmann::json finish_reason) const;
+  nlohmann::json chunk(int32_t index, nlohmann::json delta, nlohmann::json finish_reason) const;
   CompletionMeta meta_;
   const Tokenizer* tokenizer_;
+  int32_t n_;
 };
 
 // Checks `messages` (a non-empty list of {role, content} with string roles

@@ -1,5 +1,6 @@
 // POST /v1/completions: a prompt (text, or token ids) in, a text completion
-// out, whole or as server-sent events.
+// out, whole or as server-sent events. A list of prompts and `n` give one
+// choice per prompt and n: choice p * n + j is prompt p's j-th (seed + j).
 //
 //   {"id":"cmpl-…","object":"text_completion","created":…,"model":…,
 //    "system_fingerprint":"<base>-<sha8>",
@@ -31,9 +32,10 @@ namespace loragate {
 
 // What a completion's answer carries besides the generated text.
 struct CompletionExtras {
-  bool echo = false;              // the prompt comes first in text (and in logprobs)
-  std::string prompt_text;        // what echo prepends
-  bool vllm_prompt_logprobs = false;  // choices[0].prompt_logprobs
+  int32_t n = 1;                         // choices per prompt (choice p * n + j is prompt p's j-th)
+  bool echo = false;                     // the prompt comes first in text (and in logprobs)
+  std::vector<std::string> prompt_texts; // what echo prepends, one per prompt
+  bool vllm_prompt_logprobs = false;     // choices[i].prompt_logprobs
 };
 
 class CompletionFormat final : public ResponseFormat {
@@ -41,13 +43,14 @@ class CompletionFormat final : public ResponseFormat {
   // `tokenizer` renders logprobs (when the result has them); may be null.
   explicit CompletionFormat(CompletionMeta meta, const Tokenizer* tokenizer = nullptr, CompletionExtras extras = {})
       : meta_(std::move(meta)), tokenizer_(tokenizer), extras_(std::move(extras)) {}
-  nlohmann::json full(const GenerationResult& result) const override;
-  nlohmann::json delta(std::string_view text) const override;
-  nlohmann::json finish(std::string_view text, std::string_view finish_reason) const override;
-  nlohmann::json usage(const GenerationResult& result) const override;
+  nlohmann::json full(const std::vector<GenerationResult>& results) const override;
+  nlohmann::json delta(int32_t index, std::string_view text) const override;
+  nlohmann::json finish(int32_t index, std::string_view text, std::string_view finish_reason) const override;
+  nlohmann::json usage(const std::vector<GenerationResult>& results) const override;
 
  private:
   nlohmann::json chunk(nlohmann::json choices) const;
+  nlohmann::json choice(int32_t index, const GenerationResult& result) const;
   CompletionMeta meta_;
   const Tokenizer* tokenizer_;
   CompletionExtras extras_;
@@ -59,9 +62,14 @@ struct CompletionPrompt {
   std::vector<int32_t> ids;         // the prompt when there is no text
 };
 
-// `prompt`: a string, a list of one string, a list of token ids, or a list of
-// one list of token ids.
-std::optional<ApiError> read_completion_prompt(const nlohmann::json& body, CompletionPrompt* prompt);
+// The most prompts one request may list, and the most sequences (prompts
+// times n) it may run.
+inline constexpr size_t kMaxPrompts = 64;
+inline constexpr int64_t kMaxSequences = 128;
+
+// `prompt`: a string, a list of strings, a list of token ids, or a list of
+// lists of token ids; one CompletionPrompt per prompt, at most kMaxPrompts.
+std::optional<ApiError> read_completion_prompts(const nlohmann::json& body, std::vector<CompletionPrompt>* prompts);
 
 void handle_completions(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchange);
 

@@ -1,6 +1,7 @@
 #include "gateway/openai_request.h"
 
 #include "gateway/admin_auth.h"
+#include "gateway/structured_output.h"
 
 namespace loragate {
 
@@ -55,6 +56,7 @@ std::optional<ApiError> read_openai_request(const ApiContext& ctx, Exchange& exc
                                             OpenAiRequest* out) {
   out->body = std::move(body);
   if (auto err = read_common_fields(out->body, chat, &out->fields)) return err;
+  if (auto err = read_structured_output(out->body, exchange.request().body(), &out->fields.params.grammar)) return err;
   return resolve_request_target(ctx, exchange, out->fields.model, out->fields.scenario, &out->base, &out->choice,
                                 &out->response_model);
 }

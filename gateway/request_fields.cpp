@@ -195,9 +195,19 @@ std::optional<ApiError> read_common_fields(const json& body, bool chat, CommonFi
   if (auto err = read_bool(body, "ignore_eos", &p.ignore_eos)) return err;  // vLLM extension
 
   int64_t n = 1;
-  if (auto err = read_int(body, "n", 1, 1, "1: only one choice per request is supported", &n)) return err;
-  int64_t best_of = 1;
-  if (auto err = read_int(body, "best_of", 1, 1, "1: best_of is not supported yet", &best_of)) return err;
+  static_assert(kMaxChoices == 16, "the message below names the bound");
+  if (auto err = read_int(body, "n", 1, kMaxChoices, "an integer from 1 to 16", &n)) return err;
+  out->n = static_cast<int32_t>(n);
+  // best_of > n (generate more, return the best n) is not implemented; best_of = n is plain n.
+  int64_t best_of = n;
+  if (auto err = read_int(body, "best_of", 1, std::numeric_limits<int64_t>::max(), "a positive integer", &best_of)) {
+    return err;
+  }
+  if (best_of != 1 && best_of != n) {
+    return bad_request("best_of is not supported: it must be 1 or equal to n (" + std::to_string(n) + "), got " +
+                           std::to_string(best_of),
+                       "best_of");
+  }
   if (auto err = read_logit_processing(body, &p)) return err;
 
   if (auto err = read_bool(body, "stream", &out->stream)) return err;

@@ -40,6 +40,9 @@ struct CommonFields {
                                     // A secret of the tenant's: never logged nor echoed, not even in errors.
 };
 
+// The most choices (`n`) one request may ask for per prompt.
+inline constexpr int32_t kMaxChoices = 16;
+
 // The longest cache_salt accepted, in bytes.
 inline constexpr size_t kMaxCacheSaltBytes = 256;
 

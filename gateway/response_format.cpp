@@ -1,18 +1,33 @@
 #include "gateway/response_format.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
 
 namespace loragate {
 
-nlohmann::json usage_json(const GenerationResult& result) {
-  const int64_t prompt = static_cast<int64_t>(result.prompt_ids.size());
-  const int64_t completion = static_cast<int64_t>(result.output_ids.size());
-  return {{"prompt_tokens", prompt},
-          {"completion_tokens", completion},
-          {"total_tokens", prompt + completion},
-          {"prompt_tokens_details", {{"cached_tokens", result.cached_tokens}}}};
+UsageCounts count_usage(const std::vector<GenerationResult>& results, int32_t n) {
+  UsageCounts counts;
+  const size_t per_prompt = static_cast<size_t>(std::max(n, 1));
+  for (size_t first = 0; first < results.size(); first += per_prompt) {
+    const size_t end = std::min(results.size(), first + per_prompt);
+    int64_t cached = results[first].cached_tokens;
+    for (size_t i = first; i < end; ++i) {
+      counts.completion_tokens += static_cast<int64_t>(results[i].output_ids.size());
+      cached = std::min(cached, results[i].cached_tokens);
+    }
+    counts.prompt_tokens += static_cast<int64_t>(results[first].prompt_ids.size());
+    counts.cached_tokens += cached;
+  }
+  return counts;
+}
+
+nlohmann::json usage_json(const UsageCounts& counts) {
+  return {{"prompt_tokens", counts.prompt_tokens},
+          {"completion_tokens", counts.completion_tokens},
+          {"total_tokens", counts.prompt_tokens + counts.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", counts.cached_tokens}}}};
 }
 
 const char* openai_finish_reason(FinishReason reason) {

@@ -23,25 +23,40 @@ struct CompletionMeta {
   std::string system_fingerprint;  // "<base>-<sha8>": which base generation answered
 };
 
+// A request's choices are numbered in order: with several prompts (a
+// /v1/completions prompt list) and n choices each, choice p * n + j is prompt
+// p's j-th (OpenAI's and vLLM's order); `results` has one entry per choice.
 class ResponseFormat {
  public:
   virtual ~ResponseFormat() = default;
-  // The non-streaming response body.
-  virtual nlohmann::json full(const GenerationResult& result) const = 0;
-  // Chunks sent before the first token (chat: the assistant role).
+  // The non-streaming response body, every choice finished.
+  virtual nlohmann::json full(const std::vector<GenerationResult>& results) const = 0;
+  // Chunks sent before the first token (chat: the assistant role of each choice).
   virtual std::vector<nlohmann::json> opening() const { return {}; }
-  // A chunk carrying newly generated text.
-  virtual nlohmann::json delta(std::string_view text) const = 0;
-  // The last chunk: any remaining text and the finish reason.
-  virtual nlohmann::json finish(std::string_view text, std::string_view finish_reason) const = 0;
-  // The usage chunk (stream_options.include_usage): no choices, usage set.
-  virtual nlohmann::json usage(const GenerationResult& result) const = 0;
+  // A chunk carrying newly generated text of choice `index`.
+  virtual nlohmann::json delta(int32_t index, std::string_view text) const = 0;
+  // Choice `index`'s last chunk: any remaining text and its finish reason.
+  virtual nlohmann::json finish(int32_t index, std::string_view text, std::string_view finish_reason) const = 0;
+  // The usage chunk (stream_options.include_usage): no choices, usage of them all.
+  virtual nlohmann::json usage(const std::vector<GenerationResult>& results) const = 0;
 };
+
+// The token counts of a request's choices, `n` per prompt. As vLLM counts:
+// a prompt's tokens once however many choices it has, the generated tokens
+// of every choice; cached tokens once per prompt too (the fewest any of its
+// choices found cached, so they never exceed its prompt tokens).
+struct UsageCounts {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t cached_tokens = 0;
+};
+UsageCounts count_usage(const std::vector<GenerationResult>& results, int32_t n);
 
 // {"prompt_tokens", "completion_tokens", "total_tokens",
 //  "prompt_tokens_details": {"cached_tokens"}}: as OpenAI answers, cached_tokens
 // being the prompt tokens the prefix cache served (0 when none).
-nlohmann::json usage_json(const GenerationResult& result);
+nlohmann::json usage_json(const UsageCounts& counts);
+
 // "length" or "stop" for a finished result (other reasons map to "stop").
 const char* openai_finish_reason(FinishReason reason);
 // Seconds since the epoch.

@@ -328,10 +328,10 @@ class GbnfParser {
 
 }  // namespace
 
-Result<Grammar> parse_gbnf(std::string_view text) {
-  if (text.size() > kMaxGbnfBytes) {
+Result<Grammar> parse_gbnf(std::string_view text, size_t max_bytes) {
+  if (text.size() > max_bytes) {
     return Status::invalid_argument("gbnf: the grammar is " + std::to_string(text.size()) + " bytes; the limit is " +
-                                    std::to_string(kMaxGbnfBytes));
+                                    std::to_string(max_bytes));
   }
   GbnfParser parser(text);
   return parser.parse();

@@ -26,6 +26,8 @@ namespace loragate::grammar {
 inline constexpr size_t kMaxGbnfBytes = 64 * 1024;
 inline constexpr int kMaxGbnfNesting = 100;
 
-Result<Grammar> parse_gbnf(std::string_view text);
+// `max_bytes`: a request's own grammar gets the default; text that loragate
+// wrote itself from a (bounded) JSON schema may be longer.
+Result<Grammar> parse_gbnf(std::string_view text, size_t max_bytes = kMaxGbnfBytes);
 
 }  // namespace loragate::grammar

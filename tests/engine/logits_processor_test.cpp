@@ -22,7 +22,7 @@ std::vector<float> processed_row(const SamplingParams& p, const std::vector<int3
                                  const std::vector<int32_t>& outputs, const std::vector<float>& logits,
                                  const std::vector<int32_t>& eos = {}) {
   LogitsProcessor lp(p, prompt);
-  for (int32_t t : outputs) lp.observe(t);
+  for (int32_t t : outputs) lp.observe(t, eos);
   const float* row = lp.apply(logits.data(), static_cast<int64_t>(logits.size()),
                               static_cast<int64_t>(outputs.size()), eos);
   return {row, row + logits.size()};
@@ -79,6 +79,56 @@ TEST(LogitsProcessorTest, ValidateNamesTheField) {
   EXPECT_EQ(p.validate().message().rfind("min_tokens", 0), 0u);
   p.min_tokens = 4;
   EXPECT_TRUE(p.validate().is_ok());
+}
+
+// A grammar over a four-token vocabulary: root ::= "ab" "c"
+std::shared_ptr<const grammar::TokenVocabulary> abc_vocabulary() {
+  return std::make_shared<const grammar::TokenVocabulary>(std::vector<std::string>{"a", "b", "c", "ab"},
+                                                          std::vector<bool>(4, false));
+}
+std::shared_ptr<const grammar::Grammar> ab_then(uint8_t last) {
+  grammar::GrammarBuilder b;
+  const int32_t root = b.add_rule("root");
+  b.add_alternative(root, {grammar::Element::byte('a'), grammar::Element::byte('b'), grammar::Element::byte(last)});
+  return std::make_shared<const grammar::Grammar>(b.build(root).value());
+}
+
+TEST(LogitsProcessorTest, TheGrammarMaskComesFirstAndIsNeverLiftedByTheFallback) {
+  SamplingParams p;
+  p.grammar = ab_then('c');
+  p.logit_bias = {{0, -100.0f}, {3, -100.0f}};  // bans both tokens the grammar allows first
+  LogitsProcessor lp(p, {});
+  lp.constrain(abc_vocabulary());
+  const std::vector<float> logits{1, 2, 3, 4, 5};  // id 4: beyond the tokenizer, never allowed
+  const float* row = lp.apply(logits.data(), 5, 0, {});
+  ASSERT_NE(row, nullptr);
+  EXPECT_EQ(std::vector<float>(row, row + 5), (std::vector<float>{1, kNegInf, kNegInf, 4, kNegInf}));
+  EXPECT_TRUE(lp.observe(3, {}));  // "ab"
+  EXPECT_FALSE(lp.grammar_complete());
+  EXPECT_FALSE(lp.observe(0, {}));  // "a" cannot follow "ab"
+  EXPECT_TRUE(lp.observe(2, {}));
+  EXPECT_TRUE(lp.grammar_complete());
+}
+
+TEST(LogitsProcessorTest, EosIsAllowedOnlyOnceTheGrammarAccepts) {
+  SamplingParams p;
+  p.grammar = ab_then('c');
+  LogitsProcessor lp(p, {});
+  lp.constrain(abc_vocabulary());
+  const std::vector<float> logits{1, 2, 3, 4, 9};
+  EXPECT_EQ(lp.apply(logits.data(), 5, 0, {4})[4], kNegInf);
+  ASSERT_TRUE(lp.observe(3, {4}) && lp.observe(2, {4}));
+  EXPECT_EQ(lp.apply(logits.data(), 5, 2, {4})[4], 9);
+}
+
+TEST(LogitsProcessorTest, AGrammarTheVocabularyCannotFollowGivesNoRow) {
+  SamplingParams p;
+  p.grammar = ab_then('z');
+  LogitsProcessor lp(p, {});
+  lp.constrain(abc_vocabulary());
+  const std::vector<float> logits{1, 2, 3, 4};
+  ASSERT_TRUE(lp.observe(3, {}));
+  EXPECT_EQ(lp.apply(logits.data(), 4, 1, {}), nullptr);
 }
 
 class EngineLogitsTest : public ::testing::Test {

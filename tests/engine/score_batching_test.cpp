@@ -89,7 +89,7 @@ std::vector<GenerationRequest> mixed_requests(int n, uint32_t seed) {
   return out;
 }
 
-void expect_same_logprobs(const std::vector<TokenLogprobs>& got, const std::vector<TokenLogprobs>& want,
+void expect_same_scored_logprobs(const std::vector<TokenLogprobs>& got, const std::vector<TokenLogprobs>& want,
                           const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t k = 0; k < want.size(); ++k) {
@@ -135,7 +135,7 @@ void expect_same_results(const std::vector<GenerationResult>& got, const std::ve
     const std::string what = "request " + std::to_string(i) + " adapter '" + requests[i].adapter + "'";
     EXPECT_EQ(got[i].finish_reason, FinishReason::kLength) << what << " " << got[i].error;
     EXPECT_EQ(got[i].output_ids, alone[i].output_ids) << what;
-    expect_same_logprobs(got[i].prompt_logprobs, alone[i].prompt_logprobs, what);
+    expect_same_scored_logprobs(got[i].prompt_logprobs, alone[i].prompt_logprobs, what);
   }
 }
 
@@ -232,7 +232,7 @@ TEST(ScoreBatchingTest, ScoreWithGenerationEqualsEachAlone) {
     both.adapter = only_score.adapter = only_gen.adapter = adapter;
     auto out = engine->generate({both, only_score, only_gen});
     ASSERT_TRUE(out.is_ok());
-    expect_same_logprobs((*out)[0].prompt_logprobs, (*out)[1].prompt_logprobs, "adapter '" + adapter + "'");
+    expect_same_scored_logprobs((*out)[0].prompt_logprobs, (*out)[1].prompt_logprobs, "adapter '" + adapter + "'");
     EXPECT_EQ((*out)[0].output_ids, (*out)[2].output_ids);
     EXPECT_EQ((*out)[0].output_ids.size(), 10u);
     EXPECT_TRUE((*out)[2].prompt_logprobs.empty());
@@ -248,8 +248,8 @@ TEST(ScoreBatchingTest, ScoreFromGivesTheSuffix) {
   auto out = engine->generate({score(prompt, 2, 1), score(prompt, 2, 29), score(prompt, 2, 39)});
   ASSERT_TRUE(out.is_ok());
   const auto& full = (*out)[0].prompt_logprobs;
-  expect_same_logprobs((*out)[1].prompt_logprobs, {full.begin() + 28, full.end()}, "score_from 29");
-  expect_same_logprobs((*out)[2].prompt_logprobs, {full.end() - 1, full.end()}, "score_from 39");
+  expect_same_scored_logprobs((*out)[1].prompt_logprobs, {full.begin() + 28, full.end()}, "score_from 29");
+  expect_same_scored_logprobs((*out)[2].prompt_logprobs, {full.end() - 1, full.end()}, "score_from 39");
 }
 
 TEST(ScoreBatchingTest, MaxLogitsRowsSplitsALongScoreIntoSteps) {
@@ -262,7 +262,7 @@ TEST(ScoreBatchingTest, MaxLogitsRowsSplitsALongScoreIntoSteps) {
   ASSERT_TRUE(out.is_ok());
   EXPECT_EQ(engine->stats().steps, 12) << "60 scored rows, 5 a step";
   auto reference = make_engine({})->generate({score(prompt, 1)});
-  expect_same_logprobs(out->front().prompt_logprobs, reference->front().prompt_logprobs, "max_logits_rows 5");
+  expect_same_scored_logprobs(out->front().prompt_logprobs, reference->front().prompt_logprobs, "max_logits_rows 5");
 }
 
 // The scheduler's view: scored rows are capped per step across sequences,

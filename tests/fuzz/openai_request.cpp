@@ -57,6 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)err->to_response();
     } else {
       (void)fields.params.validate();
+      if (fields.n < 1 || fields.n > kMaxChoices) __builtin_trap();  // n sequences are submitted per prompt
       // The prefix cache's salt reaches the engine only within its bounds.
       if (fields.cache_salt.size() > kMaxCacheSaltBytes) __builtin_trap();
       const auto salt = body.find("cache_salt");
@@ -70,12 +71,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (rendered.is_ok() && tokenizer != nullptr) (void)tokenizer->encode(rendered.value(), false);
     }
   }
-  CompletionPrompt prompt;
-  if (!read_completion_prompt(body, &prompt) && tokenizer != nullptr) {
-    if (prompt.text) {
-      (void)tokenizer->encode(*prompt.text, /*add_special_tokens=*/true);
-    } else {
-      (void)tokenizer->decode(prompt.ids, /*skip_special_tokens=*/true);  // what echo shows
+  std::vector<CompletionPrompt> prompts;
+  if (!read_completion_prompts(body, &prompts)) {
+    if (prompts.empty() || prompts.size() > kMaxPrompts) __builtin_trap();
+    if (tokenizer != nullptr) {
+      for (const CompletionPrompt& prompt : prompts) {
+        if (prompt.text) {
+          (void)tokenizer->encode(*prompt.text, /*add_special_tokens=*/true);
+        } else {
+          (void)tokenizer->decode(prompt.ids, /*skip_special_tokens=*/true);  // what echo shows
+        }
+      }
     }
   }
   return 0;

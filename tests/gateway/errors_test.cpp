@@ -46,7 +46,7 @@ TEST_F(GatewayTest, WrongTypesNameTheField) {
       {{{"stop", {"a", "b", "c", "d", "e"}}}, "stop", "at most 4"},
       {{{"stream", "yes"}}, "stream", "stream must be a boolean"},
       {{{"model", 5}}, "model", "model must be a string"},
-      {{{"n", 2}}, "n", "n must be 1"},
+      {{{"n", 17}}, "n", "n must be an integer from 1 to 16"},
       {{{"logprobs", 21}}, "logprobs", "logprobs must be an integer from 0 to 20"},
       {{{"logprobs", 2}, {"stream", true}}, "logprobs", "logprobs with stream is not supported yet"},
       {{{"echo", true}, {"stream", true}}, "echo", "echo with stream is not supported yet"},
@@ -62,7 +62,7 @@ TEST_F(GatewayTest, WrongTypesNameTheField) {
       {{{"min_tokens", -1}}, "min_tokens", "min_tokens must be a non-negative integer"},
       {{{"min_tokens", 5}}, "min_tokens", "min_tokens must be in [0, max_tokens = 4]"},
       {{{"prompt", 5}}, "prompt", "prompt must be"},
-      {{{"prompt", {"one", "two"}}}, "prompt", "only one prompt"},
+      {{{"prompt", {1, "two"}}}, "prompt", "prompt must be"},
       {{{"prompt", nullptr}}, "prompt", "prompt is required"},
   };
   for (const Case& c : cases) {

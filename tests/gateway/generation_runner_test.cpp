@@ -17,10 +17,10 @@ namespace runner_test {
 
 class NullFormat final : public ResponseFormat {
  public:
-  nlohmann::json full(const GenerationResult&) const override { return {}; }
-  nlohmann::json delta(std::string_view) const override { return {}; }
-  nlohmann::json finish(std::string_view, std::string_view) const override { return {}; }
-  nlohmann::json usage(const GenerationResult&) const override { return {}; }
+  nlohmann::json full(const std::vector<GenerationResult>&) const override { return {}; }
+  nlohmann::json delta(int32_t, std::string_view) const override { return {}; }
+  nlohmann::json finish(int32_t, std::string_view, std::string_view) const override { return {}; }
+  nlohmann::json usage(const std::vector<GenerationResult>&) const override { return {}; }
 };
 
 class QuietExchange final : public Exchange {
@@ -48,10 +48,11 @@ TEST(GenerationRunner, ASinkOutlivesItsRunnerUntilTheEngineFinishesIt) {
   auto runner = std::make_unique<GenerationRunner>(4);
   GenerationCall call;
   call.base = *base;
-  call.request.prompt_ids = {1, 400, 401, 402};
-  call.request.params.max_tokens = 400;  // hundreds of steps: still running when the runner goes
-  call.request.params.ignore_eos = true;
-  call.request.params.temperature = 0;
+  GenerationRequest& request = call.requests.emplace_back();
+  request.prompt_ids = {1, 400, 401, 402};
+  request.params.max_tokens = 400;  // hundreds of steps: still running when the runner goes
+  request.params.ignore_eos = true;
+  request.params.temperature = 0;
   call.format = std::make_shared<NullFormat>();
   runner->run(std::make_shared<QuietExchange>(), std::move(call));
   ASSERT_EQ((*base)->in_flight(), 1);

@@ -1,0 +1,570 @@
+#include "grammar/json_schema.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "grammar/gbnf.h"
+#include "grammar/regex_grammar.h"
+
+namespace loragate::grammar {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+constexpr int kMaxSchemaDepth = 64;
+constexpr size_t kMaxSchemaGbnfBytes = 1 << 20;
+constexpr size_t kMaxRules = 4096;
+constexpr int kMaxIntegerDigits = 16;  // as the generic number rule
+
+// Keywords that only annotate: accepted and ignored.
+const std::set<std::string>& annotations() {
+  static const std::set<std::string> k = {"title",    "description", "default",  "examples", "$schema", "$id",
+                                          "$comment", "deprecated",  "readOnly", "writeOnly", "$defs",  "definitions"};
+  return k;
+}
+
+// Keywords this compiler turns into grammar.
+const std::set<std::string>& supported() {
+  static const std::set<std::string> k = {
+      "type",     "properties", "required",  "additionalProperties", "enum",     "const",     "anyOf",
+      "oneOf",    "allOf",      "$ref",      "items",                "prefixItems", "minItems", "maxItems",
+      "minLength", "maxLength", "pattern",   "format",               "minimum",  "maximum",   "exclusiveMinimum",
+      "exclusiveMaximum"};
+  return k;
+}
+
+// A GBNF string literal for raw bytes (UTF-8 passes through as characters).
+std::string literal(std::string_view bytes) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out = "\"";
+  for (char ch : bytes) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20 || c == 0x7F) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+std::string alternatives(const std::vector<std::string>& alts) {
+  if (alts.size() == 1) return alts.front();
+  std::string out = "(";
+  for (size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : " ") + alts[i];
+  return out + " )";
+}
+
+std::string rule_name(std::string_view hint) {
+  std::string out;
+  for (char c : hint) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+    out += ok ? c : '-';
+  }
+  return out.empty() ? "s" : out;
+}
+
+std::string digits_class(char lo, char hi) {
+  if (lo == hi) return std::string("\"") + lo + "\"";
+  return std::string("[") + lo + "-" + hi + "]";
+}
+
+// GBNF alternatives for the decimal numbers in [a, b] that have exactly
+// the digits of a and b (a and b as strings of equal length, leading zeros
+// allowed past the first position).
+void same_length_range(const std::string& a, const std::string& b, const std::string& prefix,
+                       std::vector<std::string>& out) {
+  if (a.empty()) {
+    out.push_back(prefix.empty() ? "\"\"" : prefix);
+    return;
+  }
+  const std::string rest_a = a.substr(1), rest_b = b.substr(1);
+  const auto sep = [&](const std::string& p) { return p.empty() ? p : p + " "; };
+  if (a[0] == b[0]) {
+    same_length_range(rest_a, rest_b, sep(prefix) + digits_class(a[0], a[0]), out);
+    return;
+  }
+  const bool low_full = rest_a.find_first_not_of('0') == std::string::npos;
+  const bool high_full = rest_b.find_first_not_of('9') == std::string::npos;
+  const auto any_digits = [&](size_t n) { return n == 0 ? std::string() : " [0-9]{" + std::to_string(n) + "}"; };
+  const char lo_first = low_full ? a[0] : static_cast<char>(a[0] + 1);
+  const char hi_first = high_full ? b[0] : static_cast<char>(b[0] - 1);
+  if (!low_full) same_length_range(rest_a, std::string(rest_a.size(), '9'), sep(prefix) + digits_class(a[0], a[0]), out);
+  if (lo_first <= hi_first) out.push_back(sep(prefix) + digits_class(lo_first, hi_first) + any_digits(rest_a.size()));
+  if (!high_full) same_length_range(std::string(rest_b.size(), '0'), rest_b, sep(prefix) + digits_class(b[0], b[0]), out);
+}
+
+// The non-negative integers in [a, b] (b < 0: unbounded, up to kMaxIntegerDigits digits), no leading zeros.
+std::vector<std::string> natural_range(int64_t a, int64_t b) {
+  std::vector<std::string> out;
+  std::string lo = std::to_string(a);
+  const size_t max_len = b < 0 ? static_cast<size_t>(kMaxIntegerDigits) : std::to_string(b).size();
+  for (size_t len = lo.size(); len <= max_len; ++len) {
+    const std::string first = len == lo.size() ? lo : "1" + std::string(len - 1, '0');
+    std::string last = std::string(len, '9');
+    if (b >= 0 && len == max_len) last = std::to_string(b);
+    if (b < 0 && len > lo.size()) {  // every number of this length: one pattern for all longer lengths
+      out.push_back("[1-9] [0-9]{" + std::to_string(len - 1) + "," + std::to_string(max_len - 1) + "}");
+      break;
+    }
+    same_length_range(first, last, "", out);
+  }
+  return out;
+}
+
+class SchemaWriter {
+ public:
+  SchemaWriter(const ojson& root, const JsonSchemaOptions& options) : root_(root), options_(options) {}
+
+  Result<JsonSchemaGbnf> write() {
+    LG_ASSIGN_OR_RETURN(std::string top, expr(root_, "root-value", "(root)", 0));
+    std::string gbnf = "root ::= " + top + "\n";
+    gbnf += std::string("ws ::= ") + (options_.whitespace == JsonWhitespace::kCompact ? "\"\"" : "[ \\t\\n]{0,20}") +
+            "\n";
+    for (const auto& [name, body] : rules_) gbnf += name + " ::= " + body + "\n";
+    for (const auto& [name, body] : primitives_) gbnf += name + " ::= " + body + "\n";
+    return JsonSchemaGbnf{std::move(gbnf), std::move(patterns_)};
+  }
+
+ private:
+  static Status error(const std::string& path, const std::string& what) {
+    return Status::invalid_argument("json schema " + path + ": " + what);
+  }
+
+  // A primitive rule, defined once when first used.
+  std::string primitive(const std::string& name) {
+    static const std::map<std::string, std::string> kBodies = {
+        {"json-char", "[^\"\\\\\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} )"},
+        {"json-string", "\"\\\"\" json-char* \"\\\"\""},
+        {"json-int", "\"-\"? ( \"0\" | [1-9] [0-9]{0,15} )"},
+        {"json-frac-exp", "( \".\" [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?"},
+        {"json-number", "json-int json-frac-exp"},
+        {"json-bool", "\"true\" | \"false\""},
+        {"json-null", "\"null\""},
+        {"json-value", "json-object | json-array | json-string | json-number | json-bool | json-null"},
+        {"json-object", "\"{\" ws ( json-member ( \",\" ws json-member )* )? \"}\""},
+        {"json-member", "json-string ws \":\" ws json-value ws"},
+        {"json-array", "\"[\" ws ( json-value ws ( \",\" ws json-value ws )* )? \"]\""},
+        {"fmt-date", "[0-9]{4} \"-\" ( \"0\" [1-9] | \"1\" [0-2] ) \"-\" ( \"0\" [1-9] | [12] [0-9] | \"3\" [01] )"},
+        {"fmt-time",
+         "( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] \":\" [0-5] [0-9] ( \".\" [0-9]{1,9} )? "
+         "( \"Z\" | [+\\x2D] ( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] )"},
+        {"fmt-date-time", "fmt-date \"T\" fmt-time"},
+        {"fmt-uuid",
+         "[0-9a-f]{8} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{12}"},
+        {"fmt-email",
+         "[A-Za-z0-9._%+\\x2D]{1,64} \"@\" [A-Za-z0-9\\x2D]{1,63} ( \".\" [A-Za-z0-9\\x2D]{1,63} ){0,8} \".\" "
+         "[A-Za-z]{2,24}"},
+    };
+    if (primitives_.count(name) == 0) {
+      primitives_[name] = kBodies.at(name);
+      // The rules a primitive's body names.
+      for (const auto& [dep, unused] : kBodies) {
+        if (dep != name && kBodies.at(name).find(dep) != std::string::npos) primitive(dep);
+      }
+    }
+    return name;
+  }
+
+  std::string add_rule(const std::string& hint, std::string body) {
+    std::string name = rule_name(hint);
+    for (int i = 1; taken_.count(name) != 0; ++i) name = rule_name(hint) + "-" + std::to_string(i);
+    taken_.insert(name);
+    rules_.emplace_back(name, std::move(body));
+    return name;
+  }
+
+  Result<std::string> expr(const ojson& s, const std::string& hint, const std::string& path, int depth) {
+    if (depth > kMaxSchemaDepth) return error(path, "nested deeper than " + std::to_string(kMaxSchemaDepth) + " levels");
+    if (rules_.size() > kMaxRules) return error(path, "needs more than " + std::to_string(kMaxRules) + " rules");
+    if (s.is_boolean()) {
+      if (!s.get<bool>()) return error(path, "the schema false allows no value");
+      return primitive("json-value");
+    }
+    if (!s.is_object()) return error(path, "a schema must be an object or a boolean");
+    for (const auto& [key, unused] : s.items()) {
+      if (supported().count(key) == 0 && annotations().count(key) == 0) {
+        return error(path, "keyword '" + key + "' is not supported");
+      }
+    }
+    if (s.contains("$ref")) return reference(s, path, depth);
+    if (s.contains("const")) return literal(s["const"].dump());
+    if (s.contains("enum")) {
+      const ojson& e = s["enum"];
+      if (!e.is_array() || e.empty()) return error(path, "enum must be a non-empty array");
+      std::vector<std::string> alts;
+      for (const ojson& v : e) alts.push_back(literal(v.dump()));
+      return alternatives(alts);
+    }
+    for (const char* key : {"anyOf", "oneOf"}) {
+      if (!s.contains(key)) continue;
+      const ojson& list = s[key];
+      if (!list.is_array() || list.empty()) return error(path, std::string(key) + " must be a non-empty array");
+      std::vector<std::string> alts;
+      for (size_t i = 0; i < list.size(); ++i) {
+        LG_ASSIGN_OR_RETURN(std::string alt,
+                            expr(list[i], hint + "-" + std::to_string(i), path + "/" + key + "/" + std::to_string(i),
+                                 depth + 1));
+        alts.push_back(std::move(alt));
+      }
+      return add_rule(hint, alternatives(alts));
+    }
+    if (s.contains("allOf")) {
+      const ojson& list = s["allOf"];
+      if (!list.is_array() || list.size() != 1) return error(path, "allOf is supported with exactly one schema");
+      return expr(list[0], hint, path + "/allOf/0", depth + 1);
+    }
+    std::vector<std::string> types;
+    if (s.contains("type")) {
+      const ojson& t = s["type"];
+      if (t.is_string()) {
+        types.push_back(t.get<std::string>());
+      } else if (t.is_array() && !t.empty()) {
+        for (const ojson& one : t) {
+          if (!one.is_string()) return error(path, "type must be a string or a list of strings");
+          types.push_back(one.get<std::string>());
+        }
+      } else {
+        return error(path, "type must be a string or a non-empty list of strings");
+      }
+    } else {
+      types.push_back(inferred_type(s));
+    }
+    std::vector<std::string> alts;
+    for (const std::string& t : types) {
+      LG_ASSIGN_OR_RETURN(std::string alt, typed(s, t, hint + (types.size() > 1 ? "-" + t : ""), path, depth));
+      alts.push_back(std::move(alt));
+    }
+    return alternatives(alts);
+  }
+
+  static std::string inferred_type(const ojson& s) {
+    for (const char* k : {"properties", "required", "additionalProperties"}) {
+      if (s.contains(k)) return "object";
+    }
+    for (const char* k : {"items", "prefixItems", "minItems", "maxItems"}) {
+      if (s.contains(k)) return "array";
+    }
+    for (const char* k : {"minLength", "maxLength", "pattern", "format"}) {
+      if (s.contains(k)) return "string";
+    }
+    for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+      if (s.contains(k)) return "number";
+    }
+    return "any";
+  }
+
+  Result<std::string> reference(const ojson& s, const std::string& path, int depth) {
+    if (s.size() != 1 && std::any_of(s.items().begin(), s.items().end(), [](const auto& kv) {
+          return kv.key() != "$ref" && annotations().count(kv.key()) == 0;
+        })) {
+      return error(path, "$ref next to other keywords is not supported");
+    }
+    if (!s["$ref"].is_string()) return error(path, "$ref must be a string");
+    const std::string ref = s["$ref"].get<std::string>();
+    if (auto it = refs_.find(ref); it != refs_.end()) return it->second;
+    if (!ref.starts_with("#")) return error(path, "$ref '" + ref + "': only references inside the schema (#...) are supported");
+    const ojson* target = &root_;
+    if (ref.size() > 1) {
+      nlohmann::json::json_pointer pointer;
+      try {
+        pointer = nlohmann::json::json_pointer(ref.substr(1));
+      } catch (const nlohmann::json::exception&) {
+        return error(path, "$ref '" + ref + "' is not a JSON pointer");
+      }
+      const ojson::json_pointer opointer(pointer.to_string());
+      if (!root_.contains(opointer)) return error(path, "$ref '" + ref + "' points at nothing");
+      target = &root_.at(opointer);
+    }
+    // Named before it is written, so that a recursive schema refers to itself.
+    const std::string name = add_rule("ref" + rule_name(ref.substr(1)), "");
+    refs_[ref] = name;
+    const size_t index = rules_.size() - 1;
+    LG_ASSIGN_OR_RETURN(std::string body, expr(*target, name + "-body", ref, depth + 1));
+    rules_[index].second = std::move(body);
+    return name;
+  }
+
+  Result<std::string> typed(const ojson& s, const std::string& type, const std::string& hint, const std::string& path,
+                            int depth) {
+    if (type == "any") return primitive("json-value");
+    if (type == "null") return primitive("json-null");
+    if (type == "boolean") return primitive("json-bool");
+    if (type == "string") return string_expr(s, hint, path);
+    if (type == "integer" || type == "number") return number_expr(s, type == "integer", hint, path);
+    if (type == "array") return array_expr(s, hint, path, depth);
+    if (type == "object") return object_expr(s, hint, path, depth);
+    return error(path, "unknown type '" + type + "'");
+  }
+
+  Result<int64_t> count(const ojson& s, const char* key, const std::string& path, int64_t fallback) {
+    if (!s.contains(key)) return fallback;
+    const ojson& v = s[key];
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 100000) {
+      return error(path, std::string(key) + " must be an integer from 0 to 100000");
+    }
+    return v.get<int64_t>();
+  }
+
+  Result<std::string> string_expr(const ojson& s, const std::string& hint, const std::string& path) {
+    const bool has_length = s.contains("minLength") || s.contains("maxLength");
+    if (s.contains("format")) {
+      if (!s["format"].is_string()) return error(path, "format must be a string");
+      const std::string f = s["format"].get<std::string>();
+      if (f != "date" && f != "time" && f != "date-time" && f != "uuid" && f != "email") {
+        return error(path, "format '" + f + "' is not supported (date, time, date-time, uuid, email are)");
+      }
+      if (has_length || s.contains("pattern")) return error(path, "format together with minLength/maxLength/pattern is not supported");
+      return "\"\\\"\" " + primitive("fmt-" + f) + " \"\\\"\"";
+    }
+    if (s.contains("pattern")) {
+      if (!s["pattern"].is_string()) return error(path, "pattern must be a string");
+      if (has_length) return error(path, "pattern together with minLength/maxLength is not supported");
+      const std::string name = add_rule("pattern", "\"\"");  // filled in by compile_json_schema
+      patterns_.emplace_back(name, s["pattern"].get<std::string>());
+      return "\"\\\"\" " + name + " \"\\\"\"";
+    }
+    LG_ASSIGN_OR_RETURN(const int64_t min, count(s, "minLength", path, 0));
+    LG_ASSIGN_OR_RETURN(const int64_t max, count(s, "maxLength", path, -1));
+    if (max >= 0 && max < min) return error(path, "maxLength is below minLength");
+    if (!has_length) return primitive("json-string");
+    const std::string reps = "{" + std::to_string(min) + "," + (max >= 0 ? std::to_string(max) : "") + "}";
+    return add_rule(hint, "\"\\\"\" " + primitive("json-char") + reps + " \"\\\"\"");
+  }
+
+  // Reads a bound, which must be a whole number.
+  Result<std::optional<int64_t>> bound(const ojson& s, const char* key, const std::string& path) {
+    if (!s.contains(key)) return std::optional<int64_t>();
+    const ojson& v = s[key];
+    if (!v.is_number()) return error(path, std::string(key) + " must be a number");
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || std::floor(d) != d || std::fabs(d) > 1e15) {
+      return error(path, std::string(key) + " " + v.dump() + ": only whole-number bounds up to 1e15 are supported");
+    }
+    return std::optional<int64_t>(static_cast<int64_t>(d));
+  }
+
+  Result<std::string> number_expr(const ojson& s, bool integer, const std::string& hint, const std::string& path) {
+    LG_ASSIGN_OR_RETURN(std::optional<int64_t> lo, bound(s, "minimum", path));
+    LG_ASSIGN_OR_RETURN(std::optional<int64_t> hi, bound(s, "maximum", path));
+    LG_ASSIGN_OR_RETURN(std::optional<int64_t> xlo, bound(s, "exclusiveMinimum", path));
+    LG_ASSIGN_OR_RETURN(std::optional<int64_t> xhi, bound(s, "exclusiveMaximum", path));
+    if ((xlo || xhi) && !integer) return error(path, "exclusiveMinimum/exclusiveMaximum are supported on integers only");
+    if (xlo) lo = std::max(lo.value_or(*xlo + 1), *xlo + 1);
+    if (xhi) hi = std::min(hi.value_or(*xhi - 1), *xhi - 1);
+    if (!lo && !hi) return primitive(integer ? "json-int" : "json-number");
+    if (lo && hi && *lo > *hi) return error(path, "the bounds leave no number");
+    // x is written as an optional "-", an integer part I and (numbers) a
+    // fraction; bounds limit I, and at a bound itself only a zero fraction stays
+    // inside. No exponent when bounded.
+    const std::string any_frac = integer ? "" : " ( \".\" [0-9]{1,16} )?";
+    const std::string zero_frac = integer ? "" : " ( \".\" \"0\"{1,16} )?";
+    std::vector<std::string> alts;
+    const auto add_range = [&](const std::string& sign, int64_t from, int64_t to, const std::string& frac) {
+      if (to >= 0 && from > to) return;
+      std::vector<std::string> parts = natural_range(from, to);
+      alts.push_back(sign + alternatives(parts) + frac);
+    };
+    if (!hi || *hi >= 0) {  // x >= 0: I in [max(lo, 0), hi]
+      const int64_t from = lo && *lo > 0 ? *lo : 0;
+      if (integer) {
+        add_range("", from, hi ? *hi : -1, "");
+      } else {
+        if (!hi) {
+          add_range("", from, -1, any_frac);
+        } else {
+          if (*hi > from) add_range("", from, *hi - 1, any_frac);
+          add_range("", *hi, *hi, zero_frac);
+        }
+      }
+    }
+    if (!lo || *lo < 0) {  // x < 0: magnitude I in [max(-hi, 0), -lo]
+      const int64_t from = hi && *hi < 0 ? -*hi : 0;
+      const int64_t to = lo ? -*lo : -1;
+      if (integer) {
+        add_range("\"-\" ", std::max<int64_t>(from, 1), to, "");
+      } else if (to < 0) {
+        add_range("\"-\" ", from, -1, any_frac);
+      } else {
+        if (to > from) add_range("\"-\" ", from, to - 1, any_frac);
+        add_range("\"-\" ", to, to, zero_frac);
+      }
+    }
+    if (alts.empty()) return error(path, "the bounds leave no number");
+    return add_rule(hint, alternatives(alts));
+  }
+
+  Result<std::string> array_expr(const ojson& s, const std::string& hint, const std::string& path, int depth) {
+    std::vector<std::string> prefix;
+    if (s.contains("prefixItems")) {
+      const ojson& p = s["prefixItems"];
+      if (!p.is_array()) return error(path, "prefixItems must be an array");
+      for (size_t i = 0; i < p.size(); ++i) {
+        LG_ASSIGN_OR_RETURN(std::string e, expr(p[i], hint + "-" + std::to_string(i),
+                                                path + "/prefixItems/" + std::to_string(i), depth + 1));
+        prefix.push_back(std::move(e));
+      }
+    }
+    std::string item;
+    bool more_allowed = true;
+    if (s.contains("items")) {
+      if (s["items"].is_boolean() && !s["items"].get<bool>()) {
+        more_allowed = false;
+      } else {
+        LG_ASSIGN_OR_RETURN(item, expr(s["items"], hint + "-item", path + "/items", depth + 1));
+      }
+    } else {
+      item = primitive("json-value");
+    }
+    LG_ASSIGN_OR_RETURN(int64_t min, count(s, "minItems", path, 0));
+    LG_ASSIGN_OR_RETURN(int64_t max, count(s, "maxItems", path, -1));
+    const auto fixed = static_cast<int64_t>(prefix.size());
+    if (max >= 0 && max < std::max(min, fixed)) {
+      return error(path, "maxItems is below minItems or the number of prefixItems");
+    }
+    if (!more_allowed) max = fixed;
+    min = std::max<int64_t>(min - fixed, 0);
+    if (max >= 0) max -= fixed;
+    std::string body = "\"[\" ws";
+    for (int64_t i = 0; i < fixed; ++i) body += (i ? " \",\" ws " : " ") + prefix[static_cast<size_t>(i)] + " ws";
+    if (max != 0) {
+      const std::string more = "( \",\" ws " + item + " ws )";
+      const auto range = [](int64_t lo, int64_t hi) {
+        return "{" + std::to_string(lo) + "," + (hi >= 0 ? std::to_string(hi) : "") + "}";
+      };
+      if (fixed > 0) {
+        body += " " + more + range(min, max);
+      } else if (min == 0) {
+        body += " ( " + item + " ws " + more + range(0, max < 0 ? -1 : max - 1) + " )?";
+      } else {
+        body += " " + item + " ws " + more + range(min - 1, max < 0 ? -1 : max - 1);
+      }
+    }
+    body += " \"]\"";
+    return add_rule(hint, body);
+  }
+
+  Result<std::string> object_expr(const ojson& s, const std::string& hint, const std::string& path, int depth) {
+    struct Property {
+      std::string key;  // as a GBNF literal of its JSON string
+      std::string value;
+      bool required;
+    };
+    std::set<std::string> required;
+    if (s.contains("required")) {
+      if (!s["required"].is_array()) return error(path, "required must be an array of names");
+      for (const ojson& r : s["required"]) {
+        if (!r.is_string()) return error(path, "required must be an array of names");
+        required.insert(r.get<std::string>());
+      }
+    }
+    std::vector<Property> props;
+    if (s.contains("properties")) {
+      if (!s["properties"].is_object()) return error(path, "properties must be an object");
+      for (const auto& [key, sub] : s["properties"].items()) {
+        LG_ASSIGN_OR_RETURN(std::string value,
+                            expr(sub, hint + "-" + rule_name(key), path + "/properties/" + key, depth + 1));
+        props.push_back({literal(ojson(key).dump()), std::move(value), required.count(key) != 0});
+        required.erase(key);
+      }
+    }
+    if (!required.empty()) return error(path, "required names '" + *required.begin() + "', which is not in properties");
+    // additionalProperties: absent or false = none (OpenAI strict mode's rule); true or a schema = more
+    // members with any other name after the listed ones.
+    std::string extra;
+    if (s.contains("additionalProperties")) {
+      const ojson& a = s["additionalProperties"];
+      if (!(a.is_boolean() && !a.get<bool>())) {
+        LG_ASSIGN_OR_RETURN(std::string value, expr(a, hint + "-extra", path + "/additionalProperties", depth + 1));
+        extra = add_rule(hint + "-extra-member", primitive("json-string") + " ws \":\" ws " + value + " ws");
+      }
+    }
+    // rest(i, comma): the members from property i on, `comma` = one was written before.
+    const size_t n = props.size();
+    std::vector<std::array<std::string, 2>> rest(n + 1);
+    rest[n][0] = extra.empty() ? "\"\"" : "( " + extra + " ( \",\" ws " + extra + " )* )?";
+    rest[n][1] = extra.empty() ? "\"\"" : "( \",\" ws " + extra + " )*";
+    for (size_t i = n; i-- > 0;) {
+      for (int comma = 0; comma < 2; ++comma) {
+        const Property& p = props[i];
+        const std::string member = p.key + " ws \":\" ws " + p.value + " ws";
+        std::vector<std::string> alts{(comma ? "\",\" ws " : "") + member + " " + rest[i + 1][1]};
+        if (!p.required) alts.push_back(rest[i + 1][comma]);
+        rest[i][comma] = add_rule(hint + "-from-" + std::to_string(i) + (comma ? "-c" : ""), alternatives(alts));
+      }
+    }
+    return add_rule(hint, "\"{\" ws " + rest[0][0] + " \"}\"");
+  }
+
+  const ojson& root_;
+  JsonSchemaOptions options_;
+  std::vector<std::pair<std::string, std::string>> rules_;  // in order of creation
+  std::map<std::string, std::string> primitives_;
+  std::set<std::string> taken_{"root", "ws"};
+  std::map<std::string, std::string> refs_;  // $ref -> rule name
+  std::vector<std::pair<std::string, std::string>> patterns_;
+};
+
+// The bytes a pattern's text may hold unescaped inside a JSON string.
+ByteSet json_string_safe_bytes() {
+  ByteSet s;
+  for (int b = 0x20; b < 256; ++b) s.set(static_cast<size_t>(b));
+  s.reset('"');
+  s.reset('\\');
+  return s;
+}
+
+}  // namespace
+
+Result<JsonSchemaGbnf> json_schema_to_gbnf(const ojson& schema, const JsonSchemaOptions& options) {
+  return SchemaWriter(schema, options).write();
+}
+
+Result<Grammar> compile_json_schema(const ojson& schema, const JsonSchemaOptions& options) {
+  LG_ASSIGN_OR_RETURN(JsonSchemaGbnf written, json_schema_to_gbnf(schema, options));
+  LG_ASSIGN_OR_RETURN(Grammar g, parse_gbnf(written.gbnf, kMaxSchemaGbnfBytes));
+  if (written.patterns.empty()) return g;
+  // Splice each pattern's grammar in place of its placeholder rule. A
+  // pattern's text sits inside a JSON string unescaped, so it may not
+  // produce a quote, a backslash or a control byte: those are cut from its classes.
+  std::vector<Rule> rules = g.rules();
+  const ByteSet safe = json_string_safe_bytes();
+  for (const auto& [name, pattern] : written.patterns) {
+    auto compiled = compile_regex(pattern);
+    if (!compiled.is_ok()) {
+      return Status::invalid_argument("json schema pattern '" + pattern + "': " + compiled.status().message());
+    }
+    const auto offset = static_cast<int32_t>(rules.size());
+    for (Rule r : compiled->rules()) {
+      for (Alternative& alt : r.alternatives) {
+        for (Element& e : alt) {
+          if (e.kind == Element::Kind::kRule) e.rule += offset;
+          if (e.kind == Element::Kind::kBytes) e.bytes &= safe;
+        }
+      }
+      r.name = name + "-" + r.name;
+      rules.push_back(std::move(r));
+    }
+    const auto placeholder = std::find_if(rules.begin(), rules.end(), [&](const Rule& r) { return r.name == name; });
+    placeholder->alternatives = {{Element::ref(offset + compiled->root())}};
+  }
+  return Grammar::make(std::move(rules), g.root());
+}
+
+Result<Grammar> json_value_grammar(JsonWhitespace whitespace, bool object_only) {
+  JsonSchemaOptions options;
+  options.whitespace = whitespace;
+  return compile_json_schema(object_only ? ojson{{"type", "object"}, {"additionalProperties", true}} : ojson::object(),
+                             options);
+}
+
+}  // namespace loragate::grammar

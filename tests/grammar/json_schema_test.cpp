@@ -1,0 +1,163 @@
+// JSON Schema -> Grammar: the language of each compiled schema, checked by
+// running the matcher over documents that must and must not match (strict
+// objects, optional properties in order, enum/const/anyOf, recursive $ref,
+// arrays, string lengths/patterns/formats, integer and number bounds checked
+// exhaustively over a range), the whitespace policy, and refusals naming
+// the keyword.
+#include "grammar/json_schema.h"
+
+#include <gtest/gtest.h>
+
+#include "grammar/matcher.h"
+
+namespace loragate::grammar {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+std::shared_ptr<const Grammar> schema_grammar(const std::string& schema,
+                                              JsonWhitespace ws = JsonWhitespace::kCompact) {
+  JsonSchemaOptions o;
+  o.whitespace = ws;
+  auto g = compile_json_schema(ojson::parse(schema), o);
+  EXPECT_TRUE(g.is_ok()) << g.status().to_string();
+  if (!g.is_ok()) return nullptr;
+  return std::make_shared<const Grammar>(std::move(g).value());
+}
+
+void expect_language(const std::string& schema, const std::vector<std::string>& yes, const std::vector<std::string>& no,
+                     JsonWhitespace ws = JsonWhitespace::kCompact) {
+  const auto g = schema_grammar(schema, ws);
+  ASSERT_NE(g, nullptr);
+  for (const std::string& doc : yes) EXPECT_TRUE(grammar_matches(g, doc)) << schema << " should accept " << doc;
+  for (const std::string& doc : no) EXPECT_FALSE(grammar_matches(g, doc)) << schema << " should refuse " << doc;
+}
+
+std::string schema_error(const std::string& schema) {
+  auto g = compile_json_schema(ojson::parse(schema), {});
+  return g.is_ok() ? std::string("(compiled)") : g.status().message();
+}
+
+TEST(JsonSchemaTest, StrictObjectsInSchemaOrder) {
+  expect_language(
+      R"({"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer","minimum":0,"maximum":150}},
+          "required":["name","age"],"additionalProperties":false})",
+      {R"({"name":"Al","age":42})", R"({"name":"Zo\u00eb \"Q\"","age":0})", R"({"name":"","age":150})"},
+      {R"({"age":42,"name":"Al"})", R"({"name":"Al","age":151})", R"({"name":"Al"})",
+       R"({"name":"Al","age":42,"x":1})", R"({"name":"Al","age":-1})", R"({"name":"Al","age":042})"});
+}
+
+TEST(JsonSchemaTest, OptionalPropertiesKeepCommasRight) {
+  expect_language(R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"},"c":{"type":"integer"}},
+                     "required":["b"]})",
+                  {R"({"b":1})", R"({"a":1,"b":2})", R"({"b":1,"c":2})", R"({"a":1,"b":2,"c":3})"},
+                  {"{}", R"({"a":1})", R"({,"b":1})", R"({"b":1,})", R"({"a":1,"c":3})"});
+  expect_language(R"({"type":"object","properties":{"a":{"type":"integer"}}})", {"{}", R"({"a":7})"}, {R"({"b":7})"});
+  expect_language(R"({"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"boolean"}})",
+                  {"{}", R"({"a":7,"x":true})", R"({"x":false,"y":true})"}, {R"({"x":1})"});
+}
+
+TEST(JsonSchemaTest, EnumConstAnyOfAndTypeLists) {
+  expect_language(R"({"enum":["red","green",3,null]})", {R"("red")", "3", "null"}, {R"("blue")", "4"});
+  expect_language(R"({"const":{"k":[1,"two"]}})", {R"({"k":[1,"two"]})"}, {R"({"k":[1]})"});
+  expect_language(R"({"anyOf":[{"type":"integer"},{"type":"string","maxLength":2}]})", {"12", R"("ab")"},
+                  {R"("abc")", "1.5"});
+  expect_language(R"({"type":["string","null"]})", {R"("x")", "null"}, {"1"});
+  expect_language(R"({"type":"boolean"})", {"true", "false"}, {"1", "\"true\""});
+}
+
+TEST(JsonSchemaTest, RecursiveReferences) {
+  expect_language(R"({"$defs":{"node":{"type":"object","properties":{"v":{"type":"integer"},
+                        "kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["v","kids"],
+                        "additionalProperties":false}},"$ref":"#/$defs/node"})",
+                  {R"({"v":1,"kids":[]})", R"({"v":1,"kids":[{"v":2,"kids":[{"v":3,"kids":[]}]},{"v":4,"kids":[]}]})"},
+                  {R"({"v":1,"kids":[{"v":2}]})", R"({"v":1})"});
+  EXPECT_NE(schema_error(R"({"$ref":"#/$defs/missing"})").find("points at nothing"), std::string::npos);
+  EXPECT_NE(schema_error(R"({"$ref":"https://example.com/s.json"})").find("only references inside"), std::string::npos);
+}
+
+TEST(JsonSchemaTest, ArraysCountTheirItems) {
+  expect_language(R"({"type":"array","items":{"type":"integer"},"minItems":2,"maxItems":3})", {"[1,2]", "[1,2,3]"},
+                  {"[]", "[1]", "[1,2,3,4]", "[1,,2]", "[1,2,]"});
+  expect_language(R"({"type":"array","items":{"type":"integer"}})", {"[]", "[5]", "[1,2,3,4,5,6]"}, {"[1 2]"});
+  expect_language(R"({"type":"array","prefixItems":[{"type":"string"},{"type":"integer"}],"items":false})",
+                  {R"(["a",1])"}, {R"(["a"])", R"(["a",1,2])", R"([1,"a"])"});
+  expect_language(R"({"type":"array","prefixItems":[{"type":"string"}],"items":{"type":"boolean"},"maxItems":3})",
+                  {R"(["a"])", R"(["a",true,false])"}, {R"(["a",true,false,true])", R"(["a",1])"});
+}
+
+TEST(JsonSchemaTest, StringsLengthsPatternsAndFormats) {
+  expect_language(R"({"type":"string","minLength":2,"maxLength":3})", {R"("ab")", R"("a\nb")", R"("éèê")"},
+                  {R"("a")", R"("abcd")"});
+  expect_language(R"({"type":"string","pattern":"^[a-z]+\\d$"})", {R"("abc1")"}, {R"("abc")", R"("1")", R"("ab"1")"});
+  expect_language(R"({"type":"string","format":"date"})", {R"("2026-12-03")"}, {R"("2026-13-03")", R"("26-12-03")"});
+  expect_language(R"({"type":"string","format":"date-time"})", {R"("2026-12-03T15:04:05Z")", R"("2026-12-03T15:04:05.123+01:00")"},
+                  {R"("2026-12-03 15:04:05Z")", R"("2026-12-03T25:04:05Z")"});
+  expect_language(R"({"type":"string","format":"uuid"})", {R"("123e4567-e89b-12d3-a456-426614174000")"},
+                  {R"("123e4567e89b12d3a456426614174000")"});
+  expect_language(R"({"type":"string","format":"email"})", {R"("a.b+c@example.co.uk")"}, {R"("a@b")", R"("@x.com")"});
+  EXPECT_NE(schema_error(R"({"type":"string","format":"hostname"})").find("format 'hostname'"), std::string::npos);
+}
+
+TEST(JsonSchemaTest, IntegerBoundsAreExactOverARange) {
+  for (const auto& [lo, hi] : std::vector<std::pair<int, int>>{{-37, 1234}, {0, 9}, {5, 5}, {-120, -8}, {10, 99}}) {
+    const std::string schema =
+        R"({"type":"integer","minimum":)" + std::to_string(lo) + R"(,"maximum":)" + std::to_string(hi) + "}";
+    const auto g = schema_grammar(schema);
+    ASSERT_NE(g, nullptr);
+    for (int v = -1500; v <= 1500; ++v) {
+      ASSERT_EQ(grammar_matches(g, std::to_string(v)), v >= lo && v <= hi) << schema << " " << v;
+    }
+    EXPECT_FALSE(grammar_matches(g, "-0"));
+    EXPECT_FALSE(grammar_matches(g, "007"));
+  }
+  const auto open_above = schema_grammar(R"({"type":"integer","exclusiveMinimum":-3})");
+  for (int v = -50; v <= 5000; v += 7) EXPECT_EQ(grammar_matches(open_above, std::to_string(v)), v > -3) << v;
+  EXPECT_TRUE(grammar_matches(open_above, "1234567890123456"));
+  const auto below = schema_grammar(R"({"type":"integer","maximum":-20})");
+  for (int v = -5000; v <= 50; v += 3) EXPECT_EQ(grammar_matches(below, std::to_string(v)), v <= -20) << v;
+}
+
+TEST(JsonSchemaTest, NumberBoundsHoldForFractions) {
+  expect_language(R"({"type":"number","minimum":-5,"maximum":10})",
+                  {"-5", "-5.0", "-4.99", "0", "-0.5", "3.14", "10", "10.000", "9.999"},
+                  {"-5.01", "-6", "10.5", "11", "1e3"});
+  expect_language(R"({"type":"number","minimum":2})", {"2", "2.5", "300.25"}, {"1.99", "-2"});
+  expect_language(R"({"type":"number","maximum":-2})", {"-2", "-2.0", "-3.5", "-100"}, {"-1.5", "0", "-2.5e1"});
+  EXPECT_NE(schema_error(R"({"type":"number","minimum":0.5})").find("whole-number bounds"), std::string::npos);
+}
+
+TEST(JsonSchemaTest, WhitespacePolicy) {
+  const std::string schema = R"({"type":"object","properties":{"a":{"type":"array","items":{"type":"integer"}}},
+                                 "required":["a"],"additionalProperties":false})";
+  expect_language(schema, {R"({"a":[1,2]})"}, {R"({ "a": [1, 2] })"});
+  expect_language(schema, {R"({"a":[1,2]})", "{ \"a\" : [ 1 ,\n 2 ] }"}, {R"({"a":[1,2]} )"},
+                  JsonWhitespace::kFlexible);
+}
+
+TEST(JsonSchemaTest, UnsupportedKeywordsAreNamed) {
+  EXPECT_EQ(schema_error(R"({"type":"string","contentEncoding":"base64"})"),
+            "json schema (root): keyword 'contentEncoding' is not supported");
+  EXPECT_NE(schema_error(R"({"type":"object","properties":{"x":{"type":"integer","multipleOf":3}}})")
+                .find("(root)/properties/x: keyword 'multipleOf'"),
+            std::string::npos);
+  EXPECT_NE(schema_error(R"({"allOf":[{"type":"integer"},{"minimum":1}]})").find("allOf"), std::string::npos);
+  EXPECT_NE(schema_error("false").find("allows no value"), std::string::npos);
+  EXPECT_NE(schema_error(R"({"type":"integer","minimum":5,"maximum":1})").find("leave no number"), std::string::npos);
+  EXPECT_NE(schema_error(R"({"type":"object","required":["x"]})").find("'x'"), std::string::npos);
+}
+
+TEST(JsonSchemaTest, AnyValueAndObjectGrammars) {
+  auto any = json_value_grammar(JsonWhitespace::kCompact, false);
+  ASSERT_TRUE(any.is_ok()) << any.status().to_string();
+  const auto g = std::make_shared<const Grammar>(std::move(any).value());
+  for (const char* doc : {"1", "[]", R"({"a":[true,null,"x",1.5e-3]})", "\"\""}) EXPECT_TRUE(grammar_matches(g, doc)) << doc;
+  auto obj = json_value_grammar(JsonWhitespace::kFlexible, true);
+  ASSERT_TRUE(obj.is_ok()) << obj.status().to_string();
+  const auto o = std::make_shared<const Grammar>(std::move(obj).value());
+  EXPECT_TRUE(grammar_matches(o, R"({ "a" : [1, {"b": null}] })"));
+  EXPECT_FALSE(grammar_matches(o, "[1]"));
+}
+
+}  // namespace
+}  // namespace loragate::grammar
