@@ -148,9 +148,15 @@ class GbnfParser {
         if (c == '{') {
           LG_RETURN_IF_ERROR(parse_braces(depth > 0, min, max));
         } else {
-          ++pos_;
-          min = c == '+' ? 1 : 0;
-          max = c == '?' ? 1 : -1;
+          // A run of * + ? is one repetition: (x?)+ = x*, (x+)? = x*, (x*)* = x*, ...
+          // exact for these counts, and it keeps the matcher's stacks shallow.
+          min = 1;
+          max = 1;
+          while (peek() == '*' || peek() == '+' || peek() == '?') {
+            const char q = text_[pos_++];
+            min = q == '+' ? min : 0;
+            max = q == '?' ? max : -1;
+          }
         }
         Alternative item(seq.begin() + static_cast<std::ptrdiff_t>(*last), seq.end());
         seq.resize(*last);

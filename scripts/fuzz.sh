@@ -6,9 +6,10 @@
 #
 #   bash scripts/fuzz.sh [seconds_per_target]      (default 60)
 #
-# The evaluator's targets (eval_suite eval_items generic_items gates) run at
-# most FUZZ_SHORT_S seconds each (default 25): small parsers that saturate
-# quickly, kept short so the CI job stays within its budget.
+# The evaluator's targets (eval_suite eval_items generic_items gates) and the
+# grammar front ends' (gbnf regex_grammar) run at most FUZZ_SHORT_S seconds
+# each (default 25): small parsers that saturate quickly, kept short so the
+# CI job stays within its budget.
 #
 # Environment:
 #   FUZZ_TARGETS   targets to run, space-separated (default: all)
@@ -17,7 +18,7 @@
 #   FUZZ_RSS_MB    memory limit per target in MiB (2048)
 #   LORAGATE_JOBS  build jobs (2)
 #   FUZZ_BUILD_DIR the build directory (build-fuzz)
-#   FUZZ_SHORT_S   the most seconds each evaluator target runs (25)
+#   FUZZ_SHORT_S   the most seconds each evaluator or grammar target runs (25)
 #
 # Fails (exit 1) when any target crashes, leaks, hangs or runs out of
 # memory; the input that did it is kept under build-fuzz/fuzz-work/artifacts/.
@@ -31,7 +32,7 @@ jobs=${LORAGATE_JOBS:-2}
 parallel=${FUZZ_PARALLEL:-2}
 hang_s=${FUZZ_TIMEOUT:-10}
 rss_mb=${FUZZ_RSS_MB:-2048}
-short_targets="eval_suite eval_items generic_items gates"
+short_targets="eval_suite eval_items generic_items gates gbnf regex_grammar"
 all_targets="http openai_request safetensors tokenizer_json tokenizer_encode peft_config serve_config jinja sse $short_targets"
 short_s=${FUZZ_SHORT_S:-25}
 targets=${FUZZ_TARGETS:-$all_targets}
@@ -131,6 +132,7 @@ dict_of() {
     sse) echo tests/fuzz/dicts/sse.dict ;;
     eval_suite | eval_items | generic_items | gates) echo tests/fuzz/dicts/eval.dict ;;
     tokenizer_encode) echo tests/fuzz/dicts/text.dict ;;
+    gbnf | regex_grammar) echo tests/fuzz/dicts/grammar.dict ;;
     *) echo tests/fuzz/dicts/json.dict ;;
   esac
 }
@@ -145,7 +147,7 @@ run_target() {
   echo "$rc" >"$work/logs/$t.rc"
 }
 mkdir -p "$work/logs"
-step "running each of $targets for $seconds s (evaluator targets at most $short_s s), $parallel at a time"
+step "running each of $targets for $seconds s (evaluator and grammar targets at most $short_s s), $parallel at a time"
 running=0
 for t in $targets; do
   run_target "$t" &

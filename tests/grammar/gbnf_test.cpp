@@ -55,6 +55,14 @@ TEST(GbnfTest, QuantifiersBecomeRepeatRules) {
   EXPECT_FALSE(grammar_matches(g, "ab1234"));
 }
 
+TEST(GbnfTest, RunsOfQuantifiersAreOneRepetition) {
+  EXPECT_EQ(gbnf_or_die("root ::= \"a\"?+\n")->dump(), gbnf_or_die("root ::= \"a\"*\n")->dump());
+  EXPECT_EQ(gbnf_or_die("root ::= \"a\"+?\n")->dump(), gbnf_or_die("root ::= \"a\"*\n")->dump());
+  EXPECT_EQ(gbnf_or_die("root ::= \"a\"++\n")->dump(), gbnf_or_die("root ::= \"a\"+\n")->dump());
+  EXPECT_EQ(gbnf_or_die("root ::= \"a\"??\n")->dump(), gbnf_or_die("root ::= \"a\"?\n")->dump());
+  EXPECT_EQ(gbnf_or_die("root ::= \"a\"" + std::string(80, '*') + "\n")->dump(), gbnf_or_die("root ::= \"a\"*\n")->dump());
+}
+
 TEST(GbnfTest, EscapesAreCodePointsWrittenAsUtf8) {
   const auto g = gbnf_or_die("root ::= \"\\x41\\u00e9\\n\\\"\\\\\" \"\xc3\xa9\"\n");
   ASSERT_NE(g, nullptr);
