@@ -303,7 +303,8 @@ Status Engine::step() {
       const float* to_sample = seq.logits_to_sample(row_logits, vocab, eos_ids_);
       if (to_sample == nullptr) {
         seq.fail(Status::invalid_argument("the request's grammar allows no token of this model's vocabulary after " +
-                                          std::to_string(seq.output_ids().size()) + " generated tokens"));
+                                          std::to_string(seq.output_ids().size()) +
+                                          " generated tokens (or is too ambiguous to follow)"));
         continue;  // the sampling row is the sequence's last
       }
       const int32_t token = seq.sampler().sample(to_sample, vocab);

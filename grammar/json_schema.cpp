@@ -538,7 +538,8 @@ Result<Grammar> compile_json_schema(const ojson& schema, const JsonSchemaOptions
   // produce a quote, a backslash or a control byte: those are cut from its classes.
   std::vector<Rule> rules = g.rules();
   const ByteSet safe = json_string_safe_bytes();
-  for (const auto& [name, pattern] : written.patterns) {
+  for (const auto& [placeholder_name, pattern] : written.patterns) {
+    const std::string& name = placeholder_name;  // a plain reference: clang < 16 cannot capture a binding
     auto compiled = compile_regex(pattern);
     if (!compiled.is_ok()) {
       return Status::invalid_argument("json schema pattern '" + pattern + "': " + compiled.status().message());

@@ -9,6 +9,10 @@ constexpr Matcher::StateId kUnknown = -2;
 // The tables' budget: states (each with a 1 KiB transition row) and cached masks.
 constexpr size_t kMaxStates = 32 * 1024;
 constexpr size_t kMaxMaskBytes = 64u << 20;
+// An ambiguous grammar (a request's own) can keep many parses alive at once;
+// past this many stacks in one state the matcher gives up rather than let
+// one byte cost seconds.
+constexpr size_t kMaxStacksPerState = 512;
 
 uint64_t node_key(int32_t pos, int32_t parent) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) | static_cast<uint32_t>(parent);
@@ -116,6 +120,10 @@ Matcher::State Matcher::step(const State& from, uint8_t byte) {
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
+  if (out.size() > kMaxStacksPerState) {
+    too_ambiguous_ = true;
+    out.clear();
+  }
   return out;
 }
 

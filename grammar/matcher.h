@@ -57,6 +57,9 @@ class Matcher {
   void trim();
 
   size_t num_states() const { return states_.size(); }
+  // A step met more parses alive at once than the matcher follows (an
+  // ambiguous grammar); such a step counts as a dead end.
+  bool too_ambiguous() const { return too_ambiguous_; }
   const Grammar& grammar() const { return *grammar_; }
 
  private:
@@ -93,6 +96,7 @@ class Matcher {
   StateId current_ = kDead;
   std::string consumed_;  // every byte advanced over, for replay after a trim
   std::vector<int32_t> seen_scratch_;
+  bool too_ambiguous_ = false;
 };
 
 // Whether `text` is a whole sentence of `grammar` (tests and front ends' checks).

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "grammar/gbnf.h"
 #include "grammar/token_mask.h"
 #include "tests/test_util.h"
 
@@ -91,6 +92,28 @@ TEST(MatcherTest, TransitionsAreMemoisedAndStatesInterned) {
   EXPECT_EQ(m.transition(after_item, ','), m.transition(after_item, ','));
   EXPECT_EQ(m.transition(after_item, 'x'), Matcher::kDead);
   EXPECT_EQ(m.num_states(), states);
+}
+
+// An expression grammar whose blanks may sit on either side of every
+// operator keeps many parses alive; the matcher bounds them instead of
+// spending seconds per byte (the fuzzer's regress-ambiguous-walk seed).
+TEST(MatcherTest, AmbiguousGrammarsStayBounded) {
+  auto g = parse_gbnf(
+      "root ::= expr\n"
+      "expr ::= term ( ws [-+] ws expr )*\n"
+      "term ::= factor ( ws [*/] ws factor )*\n"
+      "factor ::= number | \"(\" ws expr ws \")\"\n"
+      "number ::= [0-9]+ ( \".\" [0-9]{1,6} )?\n"
+      "ws ::= [ \\t]{0,4}?\n");
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  const auto grammar = std::make_shared<const Grammar>(std::move(g).value());
+  EXPECT_TRUE(grammar_matches(grammar, "1+2*3"));
+  Matcher m(grammar);
+  std::string text = "1";
+  for (int i = 0; i < 30; ++i) text += " + (2 * 3";
+  const bool took = m.advance(text);
+  EXPECT_TRUE(took || m.too_ambiguous());
+  EXPECT_LT(m.num_states(), 100000u);
 }
 
 // Every token's bit must say whether the matcher can take that token's bytes.
