@@ -3,33 +3,14 @@
 #include <algorithm>
 #include <functional>
 
+#include "common/utf8.h"
+
 namespace loragate::grammar {
 namespace {
 
 constexpr char32_t kMaxCodePoint = 0x10FFFF;
 constexpr char32_t kSurrogateLo = 0xD800;
 constexpr char32_t kSurrogateHi = 0xDFFF;
-
-// Which rules match the empty string (a fixpoint over the alternatives).
-std::vector<bool> nullable_rules(const std::vector<Rule>& rules) {
-  std::vector<bool> nullable(rules.size(), false);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < rules.size(); ++r) {
-      if (nullable[r]) continue;
-      for (const Alternative& alt : rules[r].alternatives) {
-        const bool all = std::all_of(alt.begin(), alt.end(), [&](const Element& e) {
-          return e.kind == Element::Kind::kRule && nullable[static_cast<size_t>(e.rule)];
-        });
-        if (all) {
-          nullable[r] = changed = true;
-          break;
-        }
-      }
-    }
-  }
-  return nullable;
-}
 
 std::string byte_text(uint8_t b) {
   static const char* kHex = "0123456789abcdef";
@@ -62,26 +43,10 @@ std::string set_text(const ByteSet& set) {
 using BytePattern = std::vector<std::pair<uint8_t, uint8_t>>;
 
 size_t encode_utf8(char32_t c, uint8_t* out) {
-  if (c < 0x80) {
-    out[0] = static_cast<uint8_t>(c);
-    return 1;
-  }
-  if (c < 0x800) {
-    out[0] = static_cast<uint8_t>(0xC0 | (c >> 6));
-    out[1] = static_cast<uint8_t>(0x80 | (c & 0x3F));
-    return 2;
-  }
-  if (c < 0x10000) {
-    out[0] = static_cast<uint8_t>(0xE0 | (c >> 12));
-    out[1] = static_cast<uint8_t>(0x80 | ((c >> 6) & 0x3F));
-    out[2] = static_cast<uint8_t>(0x80 | (c & 0x3F));
-    return 3;
-  }
-  out[0] = static_cast<uint8_t>(0xF0 | (c >> 18));
-  out[1] = static_cast<uint8_t>(0x80 | ((c >> 12) & 0x3F));
-  out[2] = static_cast<uint8_t>(0x80 | ((c >> 6) & 0x3F));
-  out[3] = static_cast<uint8_t>(0x80 | (c & 0x3F));
-  return 4;
+  std::string bytes;
+  utf8_append(bytes, c);
+  std::copy(bytes.begin(), bytes.end(), out);
+  return bytes.size();
 }
 
 void utf8_patterns(char32_t lo, char32_t hi, std::vector<BytePattern>& out) {
@@ -122,6 +87,28 @@ void utf8_patterns(char32_t lo, char32_t hi, std::vector<BytePattern>& out) {
 }
 
 }  // namespace
+
+// A fixpoint over the alternatives.
+std::vector<bool> nullable_rules(const std::vector<Rule>& rules) {
+  std::vector<bool> nullable(rules.size(), false);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < rules.size(); ++r) {
+      if (nullable[r]) continue;
+      for (const Alternative& alt : rules[r].alternatives) {
+        const bool all = std::all_of(alt.begin(), alt.end(), [&](const Element& e) {
+          return e.kind == Element::Kind::kRule && nullable[static_cast<size_t>(e.rule)];
+        });
+        if (all) {
+          nullable[r] = changed = true;
+          break;
+        }
+      }
+    }
+  }
+  return nullable;
+}
+
 
 Result<Grammar> Grammar::make(std::vector<Rule> rules, int32_t root) {
   const auto count = static_cast<int32_t>(rules.size());

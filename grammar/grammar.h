@@ -60,6 +60,9 @@ class Grammar {
   int32_t root_ = 0;
 };
 
+// Which rules match the empty string.
+std::vector<bool> nullable_rules(const std::vector<Rule>& rules);
+
 // Builds rules with readable helpers; front ends share it.
 class GrammarBuilder {
  public:

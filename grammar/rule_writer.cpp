@@ -2,29 +2,10 @@
 
 #include <algorithm>
 
+#include "common/utf8.h"
+
 namespace loragate::grammar {
 namespace {
-
-// Which rules match the empty string: a fixpoint over the alternatives.
-std::vector<bool> writer_nullable_rules(const std::vector<Rule>& rules) {
-  std::vector<bool> nullable(rules.size(), false);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < rules.size(); ++r) {
-      if (nullable[r]) continue;
-      for (const Alternative& alt : rules[r].alternatives) {
-        const bool all = std::all_of(alt.begin(), alt.end(), [&](const Element& e) {
-          return e.kind == Element::Kind::kRule && nullable[static_cast<size_t>(e.rule)];
-        });
-        if (all) {
-          nullable[r] = changed = true;
-          break;
-        }
-      }
-    }
-  }
-  return nullable;
-}
 
 // Which rules match at least one string.
 std::vector<bool> writer_productive_rules(const std::vector<Rule>& rules) {
@@ -210,7 +191,7 @@ Result<int32_t> RuleWriter::drop_unproductive(int32_t root) {
 }
 
 Result<Grammar> RuleWriter::build(int32_t root) {
-  nullable_ = writer_nullable_rules(rules_);
+  nullable_ = nullable_rules(rules_);
   LG_RETURN_IF_ERROR(rewrite_nullable_repeats());
   LG_ASSIGN_OR_RETURN(const int32_t new_root, drop_unproductive(root));
   auto grammar = Grammar::make(std::move(rules_), new_root);
@@ -218,23 +199,7 @@ Result<Grammar> RuleWriter::build(int32_t root) {
   return grammar;
 }
 
-void RuleWriter::append_utf8(char32_t c, std::string& out) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  }
-}
+void RuleWriter::append_utf8(char32_t c, std::string& out) { utf8_append(out, c); }
 
 void RuleWriter::append_utf8(char32_t c, Alternative& out) {
   std::string bytes;
