@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include "bench/bench_util.h"
+#include "bench/roofline.h"
+#include "engine/engine.h"
 #include "grammar/json_schema.h"
 #include "grammar/token_mask.h"
 #include "tokenizer/tokenizer.h"
@@ -122,6 +124,54 @@ Status bench_tokenizer(const std::string& dir, const std::string& schema_text, c
   return Status::ok();
 }
 
+// Generated tokens per second of `batch` sampled requests (seeded), each with `g` (or none).
+Result<double> decode_tps(Engine& engine, std::shared_ptr<const grammar::Grammar> g, int batch, int new_tokens,
+                          int round) {
+  std::vector<GenerationRequest> requests;
+  for (int i = 0; i < batch; ++i) {
+    GenerationRequest r = greedy_request(16, new_tokens, engine.config().vocab_size, i);
+    r.params.temperature = 1.0f;
+    r.params.seed = static_cast<uint64_t>(round * 1000 + i);
+    r.params.grammar = g;
+    requests.push_back(std::move(r));
+  }
+  const auto t0 = BenchClock::now();
+  LG_ASSIGN_OR_RETURN(std::vector<GenerationResult> results, engine.generate(std::move(requests)));
+  const double seconds = seconds_since(t0);
+  int64_t tokens = 0;
+  for (const GenerationResult& r : results) {
+    if (r.finish_reason == FinishReason::kError) return Status::internal("a constrained request failed: " + r.error);
+    tokens += static_cast<int64_t>(r.output_ids.size());
+  }
+  return static_cast<double>(tokens) / seconds;
+}
+
+Status bench_decode(const GrammarBenchOptions& o, const std::string& schema_text) {
+  EngineOptions eo;
+  eo.max_num_seqs = o.batch;
+  eo.prefix_caching = false;
+  LG_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::load(o.model_dir, eo));
+  LG_ASSIGN_OR_RETURN(grammar::Grammar compiled,
+                      grammar::compile_json_schema(nlohmann::ordered_json::parse(schema_text), {}));
+  const auto g = std::make_shared<const grammar::Grammar>(std::move(compiled));
+  LG_RETURN_IF_ERROR(decode_tps(*engine, g, o.batch, 8, 0).status());  // builds the vocabulary, warms up
+  std::vector<double> free_tps, json_tps, ratio, triad;
+  const int threads = engine_threads();
+  for (int round = 1; round <= o.reps; ++round) {
+    triad.push_back(measure_triad_gbps(threads, 3));
+    LG_ASSIGN_OR_RETURN(const double f, decode_tps(*engine, nullptr, o.batch, o.new_tokens, round));
+    LG_ASSIGN_OR_RETURN(const double j, decode_tps(*engine, g, o.batch, o.new_tokens, round));
+    free_tps.push_back(f);
+    json_tps.push_back(j);
+    ratio.push_back(j / f);
+  }
+  std::printf("%s, batch %d, %d new tokens, %d threads: unconstrained %.1f tok/s, JSON schema %.1f tok/s, "
+              "ratio %.3f (medians of %d interleaved rounds; triad %.1f GB/s)\n",
+              o.model_dir.c_str(), o.batch, o.new_tokens, threads, median(free_tps), median(json_tps), median(ratio),
+              o.reps, median(triad));
+  return Status::ok();
+}
+
 }  // namespace
 
 Status run_grammar_bench(const GrammarBenchOptions& options) {
@@ -136,6 +186,7 @@ Status run_grammar_bench(const GrammarBenchOptions& options) {
     LG_ASSIGN_OR_RETURN(document, read_text(options.document_file));
   }
   for (const std::string& dir : dirs) LG_RETURN_IF_ERROR(bench_tokenizer(dir, schema, document, options.reps));
+  if (!options.model_dir.empty()) LG_RETURN_IF_ERROR(bench_decode(options, schema));
   return Status::ok();
 }
 

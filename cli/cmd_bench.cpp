@@ -77,7 +77,13 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   gram->add_option("--document", gb->document_file, "A document the schema accepts (default: the built-in one)")
       ->check(CLI::ExistingFile);
-  gram->add_option("--reps", gb->reps, "Passes over the document (medians reported)")->check(CLI::PositiveNumber);
+  gram->add_option("--reps", gb->reps, "Passes over the document, and decode rounds (medians reported)")
+      ->check(CLI::PositiveNumber);
+  gram->add_option("--model", gb->model_dir, "Also decode with a model: constrained vs unconstrained tokens/s")
+      ->check(CLI::ExistingDirectory);
+  gram->add_option("--batch", gb->batch, "Concurrent requests in the decode comparison")->check(CLI::PositiveNumber);
+  gram->add_option("--new-tokens", gb->new_tokens, "Tokens per request at most (a finished document ends earlier)")
+      ->check(CLI::PositiveNumber);
   gram->callback([gb] {
     Status s = bench::run_grammar_bench(*gb);
     if (!s.is_ok()) throw CLI::RuntimeError(fail(s.to_string()));
