@@ -38,7 +38,7 @@ const std::string& synth_model_dir() {
   return dir;
 }
 
-std::unique_ptr<Engine> make_engine(EngineOptions o) {
+std::unique_ptr<Engine> make_score_engine(EngineOptions o) {
   o.max_lora_rank = 16;
   auto e = Engine::load(synth_model_dir(), o);
   EXPECT_TRUE(e.is_ok()) << e.status().to_string();
@@ -101,7 +101,7 @@ void expect_same_scored_logprobs(const std::vector<TokenLogprobs>& got, const st
 }
 
 std::vector<GenerationResult> run_alone(const std::vector<GenerationRequest>& requests) {
-  auto engine = make_engine({});
+  auto engine = make_score_engine({});
   std::vector<GenerationResult> out;
   for (const GenerationRequest& r : requests) {
     auto got = engine->generate({r});
@@ -155,7 +155,7 @@ TEST(ScoreBatchingTest, MixedBatchChunkedAndPreemptedEqualsAlone) {
   o.kv_block_size = 4;
   o.kv_num_blocks = 40;           // tight: forces preemption
   o.max_loras = 2;                // three adapters rotate through two slots
-  auto engine = make_engine(o);
+  auto engine = make_score_engine(o);
   const std::vector<GenerationResult> batched = run_with_arrivals(*engine, requests);
   expect_same_results(batched, alone, requests);
   EXPECT_GT(engine->stats().preemptions, 0);
@@ -167,7 +167,7 @@ TEST(ScoreBatchingTest, MixedBatchChunkedAndPreemptedEqualsAlone) {
 
   EngineOptions whole;
   whole.max_num_batched_tokens = 4096;
-  auto big = make_engine(whole);
+  auto big = make_score_engine(whole);
   auto all = big->generate(requests);
   ASSERT_TRUE(all.is_ok()) << all.status().to_string();
   expect_same_results(*all, alone, requests);
@@ -186,7 +186,7 @@ TEST(ScoreBatchingTest, ScorePreemptedMidwayRecordsEachPositionOnce) {
   o.kv_num_blocks = 20;  // 13 blocks for the generation, 15 for the score
   o.max_num_batched_tokens = 8;
   o.max_logits_rows = 4;
-  auto engine = make_engine(o);
+  auto engine = make_score_engine(o);
   auto out = engine->generate({gen, long_score});
   ASSERT_TRUE(out.is_ok()) << out.status().to_string();
   EXPECT_GT((*out)[1].preemptions, 0) << "the score was meant to be preempted";
@@ -196,7 +196,7 @@ TEST(ScoreBatchingTest, ScorePreemptedMidwayRecordsEachPositionOnce) {
 TEST(ScoreBatchingTest, PureScoreEndsWithLengthAndNoOutput) {
   std::mt19937 rng(2);
   const std::vector<int32_t> prompt = random_prompt(rng, 30);
-  auto engine = make_engine({});
+  auto engine = make_score_engine({});
   auto out = engine->generate({score(prompt, 3)});
   ASSERT_TRUE(out.is_ok());
   const GenerationResult& r = out->front();
@@ -223,7 +223,7 @@ TEST(ScoreBatchingTest, PureScoreEndsWithLengthAndNoOutput) {
 TEST(ScoreBatchingTest, ScoreWithGenerationEqualsEachAlone) {
   std::mt19937 rng(4);
   const std::vector<int32_t> prompt = random_prompt(rng, 25);
-  auto engine = make_engine({});
+  auto engine = make_score_engine({});
   std::vector<float> first_logprob;  // of each adapter: they must differ, or the adapters prove nothing
   for (const std::string adapter : {"", "adapter1"}) {
     GenerationRequest both = score(prompt, 4, 1, 10);
@@ -244,7 +244,7 @@ TEST(ScoreBatchingTest, ScoreWithGenerationEqualsEachAlone) {
 TEST(ScoreBatchingTest, ScoreFromGivesTheSuffix) {
   std::mt19937 rng(6);
   const std::vector<int32_t> prompt = random_prompt(rng, 40);
-  auto engine = make_engine({});
+  auto engine = make_score_engine({});
   auto out = engine->generate({score(prompt, 2, 1), score(prompt, 2, 29), score(prompt, 2, 39)});
   ASSERT_TRUE(out.is_ok());
   const auto& full = (*out)[0].prompt_logprobs;
@@ -257,11 +257,11 @@ TEST(ScoreBatchingTest, MaxLogitsRowsSplitsALongScoreIntoSteps) {
   const std::vector<int32_t> prompt = random_prompt(rng, 61);
   EngineOptions o;
   o.max_logits_rows = 5;
-  auto engine = make_engine(o);
+  auto engine = make_score_engine(o);
   auto out = engine->generate({score(prompt, 1)});
   ASSERT_TRUE(out.is_ok());
   EXPECT_EQ(engine->stats().steps, 12) << "60 scored rows, 5 a step";
-  auto reference = make_engine({})->generate({score(prompt, 1)});
+  auto reference = make_score_engine({})->generate({score(prompt, 1)});
   expect_same_scored_logprobs(out->front().prompt_logprobs, reference->front().prompt_logprobs, "max_logits_rows 5");
 }
 
@@ -320,7 +320,7 @@ TEST(ScoreBatchingTest, SchedulerCapsScoredRowsPerStep) {
 }
 
 TEST(ScoreBatchingTest, RefusesBadScoreRequestsNamingTheField) {
-  auto engine = make_engine({});
+  auto engine = make_score_engine({});
   std::mt19937 rng(1);
   const std::vector<int32_t> prompt = random_prompt(rng, 10);
   auto message = [&](const GenerationRequest& r) { return engine->validate_request(r).message(); };
