@@ -3,7 +3,7 @@
 
 1. Rooms are ranked; a file may include headers of its own room and of rooms
    ranked lower, never of a room ranked higher or beside it:
-     common < {kernels, tokenizer, chat, registry, client} < model < adapters
+     common < {kernels, tokenizer, chat, registry, client} < {model, grammar} < adapters
      < engine < {bases, trainer} < {evaluator, fleet} < gateway < bench < cli
 2. The façade: what bases/, evaluator/ and gateway/ include, followed through
    every project header it pulls in, reaches no kernels/ header and no
@@ -18,7 +18,7 @@ import sys
 RANK = {
     "common": 0,
     "kernels": 1, "tokenizer": 1, "chat": 1, "registry": 1, "client": 1,
-    "model": 2,
+    "model": 2, "grammar": 2,
     "adapters": 3,
     "engine": 4,
     "bases": 5, "trainer": 5,
