@@ -31,7 +31,7 @@ const std::set<std::string>& annotations() {
 const std::set<std::string>& supported() {
   static const std::set<std::string> k = {
       "type",     "properties", "required",  "additionalProperties", "enum",     "const",     "anyOf",
-      "oneOf",    "allOf",      "$ref",      "items",                "prefixItems", "minItems", "maxItems",
+      "allOf",      "$ref",      "items",                "prefixItems", "minItems", "maxItems",
       "minLength", "maxLength", "pattern",   "format",               "minimum",  "maximum",   "exclusiveMinimum",
       "exclusiveMaximum"};
   return k;
@@ -205,7 +205,7 @@ class SchemaWriter {
       for (const ojson& v : e) alts.push_back(literal(v.dump()));
       return alternatives(alts);
     }
-    for (const char* key : {"anyOf", "oneOf"}) {
+    for (const char* key : {"anyOf"}) {
       if (!s.contains(key)) continue;
       const ojson& list = s[key];
       if (!list.is_array() || list.empty()) return error(path, std::string(key) + " must be a non-empty array");

@@ -2,13 +2,15 @@
 // parsed by the same front end as guided_grammar), `pattern`s are compiled
 // by the regex front end and spliced in. The subset covers OpenAI's strict
 // mode and more: type (and lists of types), properties / required /
-// additionalProperties, enum, const, anyOf / oneOf (as anyOf), allOf of one
+// additionalProperties, enum, const, anyOf, allOf of one
 // schema, $ref into $defs / definitions (recursive too), items, prefixItems,
 // minItems / maxItems, string minLength / maxLength / pattern / format
 // (date, time, date-time, uuid, email), integer minimum / maximum (and the
 // exclusive forms), number minimum / maximum with integer bounds. Any other
 // keyword that constrains values is refused naming it; annotations (title,
-// description, default, examples, ...) are ignored. Properties come out in
+// description, default, examples, ...) are ignored. oneOf is refused: "exactly
+// one" cannot be kept by a grammar of alternatives (an instance matching two
+// would be written), and the official test suite says as much. Properties come out in
 // the schema's order, so the schema must be parsed keeping it (ordered_json).
 // Stateless; thread-safe.
 #pragma once

@@ -23,6 +23,7 @@ packages=(
                                     # and the server scripts/fleet.sh runs a private cluster of
   haproxy                           # the fleet's proxy (scripts/fleet.sh, deploy/haproxy/) and its config test
   python3-yaml                      # tests/deploy/check_manifests.py parses deploy/kubernetes offline
+  json-schema-test-suite            # the official JSON Schema test cases: structured output must never accept an invalid instance
   "$@"                              # what a job adds (scripts/fuzz.sh: clang; scripts/sanitize.sh: runtimes)
 )
 
