@@ -7,7 +7,7 @@ namespace {
 
 constexpr Matcher::StateId kUnknown = -2;
 // The tables' budget: states (each with a 1 KiB transition row) and cached masks.
-constexpr size_t kMaxStates = 32 * 1024;
+constexpr size_t kMaxStates = 8 * 1024;
 constexpr size_t kMaxMaskBytes = 64u << 20;
 // An ambiguous grammar (a request's own) can keep many parses alive at once;
 // past this many stacks in one state the matcher gives up rather than let

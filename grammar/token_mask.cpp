@@ -5,6 +5,11 @@
 #include <utility>
 
 namespace loragate::grammar {
+namespace {
+
+constexpr size_t kMaxWalkStates = 64 * 1024;
+
+}  // namespace
 
 TokenVocabulary::TokenVocabulary(const std::vector<std::string>& bytes, const std::vector<bool>& special)
     : size_(static_cast<int32_t>(bytes.size())), bytes_(bytes) {
@@ -85,7 +90,15 @@ void compute_token_mask(Matcher& matcher, const TokenVocabulary& vocab, TokenMas
   };
   std::vector<Frame> stack;
   stack.push_back({trie[0].first_child, from});
+  bool complete = true;
   while (!stack.empty()) {
+    // A grammar that would need this many states for one step (each with a
+    // 1 KiB row) is cut short: the tokens not reached stay out of the mask,
+    // so what is generated still follows the grammar.
+    if (matcher.num_states() > kMaxWalkStates) {
+      complete = false;
+      break;
+    }
     Frame& top = stack.back();
     if (top.child < 0) {
       stack.pop_back();
@@ -101,7 +114,7 @@ void compute_token_mask(Matcher& matcher, const TokenVocabulary& vocab, TokenMas
     }
     if (node.first_child >= 0) stack.push_back({node.first_child, next});
   }
-  matcher.cache_mask(from, *mask);
+  if (complete) matcher.cache_mask(from, *mask);
 }
 
 }  // namespace loragate::grammar

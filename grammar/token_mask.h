@@ -53,7 +53,9 @@ inline bool mask_test(const TokenMask& m, int32_t id) {
 
 // Fills `mask` (resized to the vocabulary) with the tokens whose bytes can
 // follow `matcher`'s current state (from its cache when this state was
-// masked before); leaves the matcher's state as it was.
+// masked before); leaves the matcher's state as it was. A step that would
+// need more than 64k matcher states (a pathological grammar: each costs a
+// 1 KiB row) stops early, leaving the tokens it did not reach out.
 void compute_token_mask(Matcher& matcher, const TokenVocabulary& vocab, TokenMask* mask);
 
 }  // namespace loragate::grammar
