@@ -59,11 +59,10 @@ bool LogitsProcessor::mask_by_grammar(const float* logits, int64_t vocab, const 
 
 const float* LogitsProcessor::apply(const float* logits, int64_t vocab, int64_t num_output,
                                     const std::vector<int32_t>& eos_ids) {
-  std::vector<float> masked;  // the fallback when bias and penalties ban every token (else the model's row)
   if (matcher_) {
     if (!mask_by_grammar(logits, vocab, eos_ids)) return nullptr;
     if (!adjusts_) return row_.data();
-    masked = row_;
+    masked_ = row_;  // the fallback should bias and penalties ban every token
   } else {
     row_.assign(logits, logits + vocab);
   }
@@ -102,8 +101,7 @@ const float* LogitsProcessor::apply(const float* logits, int64_t vocab, int64_t 
   }
   if (any_possible(row_)) return row_.data();
   if (!matcher_) return logits;
-  row_ = masked;
-  return row_.data();
+  return masked_.data();
 }
 
 }  // namespace loragate

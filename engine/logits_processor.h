@@ -55,6 +55,7 @@ class LogitsProcessor {
   std::shared_ptr<const grammar::TokenVocabulary> vocab_;
   grammar::TokenMask mask_;
   std::vector<float> row_;
+  std::vector<float> masked_;  // the grammar-masked row before bias and penalties; reused across steps
 };
 
 }  // namespace loragate

@@ -216,55 +216,6 @@ Alternative GrammarBuilder::literal(std::string_view bytes) {
   return alt;
 }
 
-int32_t GrammarBuilder::star(const Alternative& x, const std::string& name) {
-  const int32_t r = add_rule(name);
-  Alternative again = x;
-  again.push_back(Element::ref(r));
-  add_alternative(r, std::move(again));
-  add_alternative(r, {});
-  return r;
-}
-
-int32_t GrammarBuilder::plus(const Alternative& x, const std::string& name) {
-  const int32_t rest = star(x, name + "-rest");
-  const int32_t r = add_rule(name);
-  Alternative first = x;
-  first.push_back(Element::ref(rest));
-  add_alternative(r, std::move(first));
-  return r;
-}
-
-int32_t GrammarBuilder::optional(const Alternative& x, const std::string& name) {
-  const int32_t r = add_rule(name);
-  add_alternative(r, x);
-  add_alternative(r, {});
-  return r;
-}
-
-int32_t GrammarBuilder::repeat(const Alternative& x, int64_t min, int64_t max, const std::string& name) {
-  // x{min,max} = x ... x (min times) then either x* or a chain of nested optionals,
-  // x (x (x)?)?)?, which stays linear in max - min.
-  const int32_t r = add_rule(name);
-  Alternative body;
-  for (int64_t i = 0; i < min; ++i) body.insert(body.end(), x.begin(), x.end());
-  if (max < 0) {
-    body.push_back(Element::ref(star(x, name + "-more")));
-  } else if (max > min) {
-    int32_t tail = -1;
-    for (int64_t i = min; i < max; ++i) {
-      const int32_t opt = add_rule(name + "-opt");
-      Alternative one = x;
-      if (tail >= 0) one.push_back(Element::ref(tail));
-      add_alternative(opt, std::move(one));
-      add_alternative(opt, {});
-      tail = opt;
-    }
-    body.push_back(Element::ref(tail));
-  }
-  add_alternative(r, std::move(body));
-  return r;
-}
-
 int32_t GrammarBuilder::code_points(const std::vector<std::pair<char32_t, char32_t>>& ranges, bool negated,
                                     const std::string& name) {
   // Normalise to sorted, merged ranges, complemented when negated.

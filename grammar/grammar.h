@@ -71,12 +71,6 @@ class GrammarBuilder {
   void add_alternative(int32_t rule, Alternative alt);
   // Literal bytes as elements.
   static Alternative literal(std::string_view bytes);
-  // A rule matching `x` zero or more times, one or more, or at most once.
-  int32_t star(const Alternative& x, const std::string& name);
-  int32_t plus(const Alternative& x, const std::string& name);
-  int32_t optional(const Alternative& x, const std::string& name);
-  // x repeated between min and max times (max < 0 = unbounded).
-  int32_t repeat(const Alternative& x, int64_t min, int64_t max, const std::string& name);
   // A rule matching one UTF-8 encoded code point in the union of `ranges` (inclusive;
   // surrogates never match), or, `negated`, one outside it.
   int32_t code_points(const std::vector<std::pair<char32_t, char32_t>>& ranges, bool negated,

@@ -73,7 +73,7 @@ Result<Alternative> RuleWriter::repeat(const Element& x, int64_t min, int64_t ma
   }
   if (max >= 0 && min > max) return Status::invalid_argument(what_ + ": repetition {m,n} with m > n");
   // x{m,n} = x ... x (m times), then x* or a chain of nested optionals
-  // o1 ::= x o2 | "" (linear in n - m), as GrammarBuilder::repeat does.
+  // o1 ::= x o2 | "" (linear in n - m).
   Alternative out(static_cast<size_t>(min), x);
   if (max < 0) {
     LG_ASSIGN_OR_RETURN(const int32_t star, add_rule(std::string(name) + "-star"));

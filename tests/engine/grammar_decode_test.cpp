@@ -5,35 +5,19 @@
 #include <gtest/gtest.h>
 
 #include "engine/engine.h"
+#include "grammar/gbnf.h"
 #include "grammar/matcher.h"
 #include "tests/test_util.h"
 
 namespace loragate {
 namespace {
 
-using grammar::Alternative;
-using grammar::Element;
-using grammar::GrammarBuilder;
-
-// root ::= "cat" | "dog" | "a bird"
-std::shared_ptr<const grammar::Grammar> animals() {
-  GrammarBuilder b;
-  const int32_t root = b.add_rule("root");
-  for (const char* word : {"cat", "dog", "a bird"}) b.add_alternative(root, GrammarBuilder::literal(word));
-  return std::make_shared<const grammar::Grammar>(b.build(root).value());
+std::shared_ptr<const grammar::Grammar> gbnf(const char* text) {
+  return std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(text).value());
 }
-
-// root ::= "[" [0-9]{1,3} ("," [0-9]{1,3}){0,4} "]"
+std::shared_ptr<const grammar::Grammar> animals() { return gbnf("root ::= \"cat\" | \"dog\" | \"a bird\""); }
 std::shared_ptr<const grammar::Grammar> number_list() {
-  GrammarBuilder b;
-  const int32_t root = b.add_rule("root");
-  const int32_t digit = b.code_points({{'0', '9'}}, false, "digit");
-  const int32_t number = b.repeat({Element::ref(digit)}, 1, 3, "number");
-  Alternative more = GrammarBuilder::literal(",");
-  more.push_back(Element::ref(number));
-  const int32_t rest = b.repeat(more, 0, 4, "rest");
-  b.add_alternative(root, {Element::byte('['), Element::ref(number), Element::ref(rest), Element::byte(']')});
-  return std::make_shared<const grammar::Grammar>(b.build(root).value());
+  return gbnf("root ::= \"[\" [0-9]{1,3} (\",\" [0-9]{1,3}){0,4} \"]\"");
 }
 
 class GrammarDecodeTest : public ::testing::Test {

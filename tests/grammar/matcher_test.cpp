@@ -12,39 +12,15 @@
 namespace loragate::grammar {
 namespace {
 
-// list ::= "a" rest ; rest ::= "," "a" rest | ""
-std::shared_ptr<const Grammar> comma_list() {
-  GrammarBuilder b;
-  const int32_t list = b.add_rule("list");
-  Alternative item = GrammarBuilder::literal(",a");
-  const int32_t rest = b.star(item, "rest");
-  b.add_alternative(list, {Element::byte('a'), Element::ref(rest)});
-  return std::make_shared<const Grammar>(b.build(list).value());
+std::shared_ptr<const Grammar> gbnf_grammar(const char* text) {
+  return std::make_shared<const Grammar>(parse_gbnf(text).value());
 }
 
-// p ::= "(" p ")" p | ""
-std::shared_ptr<const Grammar> parens() {
-  GrammarBuilder b;
-  const int32_t p = b.add_rule("p");
-  b.add_alternative(p, {Element::byte('('), Element::ref(p), Element::byte(')'), Element::ref(p)});
-  b.add_alternative(p, {});
-  return std::make_shared<const Grammar>(b.build(p).value());
-}
+std::shared_ptr<const Grammar> comma_list() { return gbnf_grammar("root ::= \"a\" (\",a\")*"); }
 
-// obj ::= "{\"" [a-z]+ "\": " [0-9]+ "}"
-std::shared_ptr<const Grammar> tiny_object() {
-  GrammarBuilder b;
-  const int32_t obj = b.add_rule("obj");
-  const int32_t name = b.plus({Element::ref(b.code_points({{'a', 'z'}}, false, "letter"))}, "name");
-  const int32_t num = b.plus({Element::ref(b.code_points({{'0', '9'}}, false, "digit"))}, "num");
-  Alternative alt = GrammarBuilder::literal("{\"");
-  alt.push_back(Element::ref(name));
-  for (const Element& e : GrammarBuilder::literal("\": ")) alt.push_back(e);
-  alt.push_back(Element::ref(num));
-  alt.push_back(Element::byte('}'));
-  b.add_alternative(obj, alt);
-  return std::make_shared<const Grammar>(b.build(obj).value());
-}
+std::shared_ptr<const Grammar> parens() { return gbnf_grammar("root ::= \"(\" root \")\" root | \"\""); }
+
+std::shared_ptr<const Grammar> tiny_object() { return gbnf_grammar("root ::= \"{\\\"\" [a-z]+ \"\\\": \" [0-9]+ \"}\""); }
 
 TEST(MatcherTest, AcceptsTheLanguageAndNothingElse) {
   const auto g = comma_list();
