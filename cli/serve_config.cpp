@@ -75,7 +75,7 @@ Status parse_server(const Section& s, ServerOptions& o) {
   LG_RETURN_IF_ERROR(s.check_keys({"host", "port", "io_threads", "max_body_bytes", "max_header_bytes",
                                    "max_connections", "max_queued_requests", "read_timeout_ms", "idle_timeout_ms",
                                    "write_timeout_ms", "shutdown_deadline_ms", "max_stream_buffer_bytes",
-                                   "public_listings"}));
+                                   "public_listings", "tool_call_parser"}));
   LG_RETURN_IF_ERROR(s.read("host", o.host));
   int64_t port = o.port;
   LG_RETURN_IF_ERROR(s.read_range<int64_t>("port", port, 0, 65535));
@@ -91,6 +91,11 @@ Status parse_server(const Section& s, ServerOptions& o) {
   LG_RETURN_IF_ERROR(s.read_ms("shutdown_deadline_ms", o.shutdown_deadline));
   LG_RETURN_IF_ERROR(s.read_range<uint64_t>("max_stream_buffer_bytes", o.max_stream_buffer_bytes, 4096, 1ull << 30));
   LG_RETURN_IF_ERROR(s.read("public_listings", o.public_listings));
+  LG_RETURN_IF_ERROR(s.read("tool_call_parser", o.tool_call_parser));
+  if (!valid_tool_call_parser(o.tool_call_parser)) {
+    return Status::invalid_argument(s.key_path("tool_call_parser") + " must be auto, hermes, llama3_json or none, got '" +
+                                    o.tool_call_parser + "'");
+  }
   return Status::ok();
 }
 

@@ -34,6 +34,7 @@ Gateway::Gateway(GatewayOptions options, BaseSet* bases, ModelResolver* resolver
   api_.prompt_limit = &prompt_limit_;
   api_.admin_token = options_.admin_token;
   api_.public_listings = options_.server.public_listings;
+  api_.tool_call_parser = options_.server.tool_call_parser;
   api_.started_unix = unix_now();
   add_builtin_routes();
   server_ = std::make_unique<HttpServer>(options_.server, &router_,

@@ -48,7 +48,7 @@ struct GenerationCall {
   // requests[p * n + j]. Prompt, params, adapter (the runner sets the sinks). At least one.
   std::vector<GenerationRequest> requests;
   int32_t n = 1;                                 // choices per prompt
-  std::shared_ptr<const ResponseFormat> format;  // shapes the answer
+  std::shared_ptr<ResponseFormat> format;        // shapes the answer
   bool stream = false;                           // answer with server-sent events
   bool include_usage = false;                    // streams: a usage chunk before [DONE]
 };

@@ -4,12 +4,21 @@
 #include <array>
 #include <limits>
 
+#include "common/sha256.h"
 #include "gateway/blocking_work.h"
 #include "gateway/logprobs_format.h"
+#include "gateway/tool_choice.h"
 
 namespace loragate {
 
 using nlohmann::json;
+
+ChatFormat::ChatFormat(CompletionMeta meta, const Tokenizer* tokenizer, int32_t n, ToolCallSyntax tools,
+                       std::string function)
+    : meta_(std::move(meta)), tokenizer_(tokenizer), n_(n), tools_(tools), function_(std::move(function)) {
+  if (tools_ == ToolCallSyntax::kNone) return;
+  for (int32_t i = 0; i < std::max(n_, 1); ++i) scanners_.emplace_back(tools_, function_);
+}
 
 json ChatFormat::chunk(int32_t index, json delta, json finish_reason) const {
   return {{"id", meta_.id},
@@ -29,9 +38,13 @@ json ChatFormat::full(const std::vector<GenerationResult>& results) const {
     const GenerationResult& result = results[i];
     json logprobs = nullptr;
     if (tokenizer_ != nullptr && !result.logprobs.empty()) logprobs = chat_logprobs(*tokenizer_, result);
-    choices.push_back({{"index", static_cast<int32_t>(i)},
-                       {"message", {{"role", "assistant"}, {"content", result.text}}},
-                       {"finish_reason", openai_finish_reason(result.finish_reason)},
+    const auto index = static_cast<int32_t>(i);
+    const ToolCallOutput output = parse_tool_calls(tools_, function_, result.text);
+    // A choice that made calls and ended of itself finished with them (OpenAI's reason).
+    const bool called = !output.calls.empty() && result.finish_reason == FinishReason::kStop;
+    choices.push_back({{"index", index},
+                       {"message", message(index, output)},
+                       {"finish_reason", called ? "tool_calls" : openai_finish_reason(result.finish_reason)},
                        {"logprobs", std::move(logprobs)}});
   }
   return {{"id", meta_.id},
@@ -49,12 +62,64 @@ std::vector<json> ChatFormat::opening() const {
   return chunks;
 }
 
-json ChatFormat::delta(int32_t index, std::string_view text) const {
-  return chunk(index, {{"content", text}}, nullptr);
+json ChatFormat::message(int32_t index, const ToolCallOutput& output) const {
+  json message = {{"role", "assistant"}, {"content", output.content ? json(*output.content) : json(nullptr)}};
+  if (output.calls.empty()) return message;
+  json calls = json::array();
+  for (size_t k = 0; k < output.calls.size(); ++k) {
+    calls.push_back({{"id", call_id(index, static_cast<int32_t>(k))},
+                     {"type", "function"},
+                     {"function", {{"name", output.calls[k].name}, {"arguments", output.calls[k].arguments}}}});
+  }
+  message["tool_calls"] = std::move(calls);
+  return message;
 }
 
-json ChatFormat::finish(int32_t index, std::string_view text, std::string_view finish_reason) const {
-  return chunk(index, text.empty() ? json::object() : json{{"content", text}}, finish_reason);
+std::string ChatFormat::call_id(int32_t index, int32_t call) const {
+  return "call_" + sha256_hex(meta_.id + "/" + std::to_string(index) + "/" + std::to_string(call)).substr(0, 24);
+}
+
+// A call's first fragment carries its id, type and name (and the arguments
+// read with it); later ones carry only more arguments: OpenAI's stream shape.
+std::vector<json> ChatFormat::event_chunks(int32_t index, const std::vector<ToolCallEvent>& events) const {
+  std::vector<json> chunks;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const ToolCallEvent& e = events[i];
+    if (e.kind == ToolCallEvent::Kind::kContent) {
+      chunks.push_back(chunk(index, {{"content", e.text}}, nullptr));
+      continue;
+    }
+    json call = {{"index", e.call}};
+    if (e.kind == ToolCallEvent::Kind::kCallBegin) {
+      std::string arguments;
+      if (i + 1 < events.size() && events[i + 1].kind == ToolCallEvent::Kind::kArguments && events[i + 1].call == e.call) {
+        arguments = events[++i].text;
+      }
+      call["id"] = call_id(index, e.call);
+      call["type"] = "function";
+      call["function"] = {{"name", e.text}, {"arguments", std::move(arguments)}};
+    } else {
+      call["function"] = {{"arguments", e.text}};
+    }
+    chunks.push_back(chunk(index, {{"tool_calls", json::array({std::move(call)})}}, nullptr));
+  }
+  return chunks;
+}
+
+std::vector<json> ChatFormat::delta(int32_t index, std::string_view text) {
+  if (scanners_.empty()) return {chunk(index, {{"content", text}}, nullptr)};
+  return event_chunks(index, scanners_[static_cast<size_t>(index)].feed(text));
+}
+
+std::vector<json> ChatFormat::finish(int32_t index, std::string_view text, std::string_view finish_reason) {
+  if (scanners_.empty()) return {chunk(index, text.empty() ? json::object() : json{{"content", text}}, finish_reason)};
+  ToolCallScanner& scanner = scanners_[static_cast<size_t>(index)];
+  std::vector<ToolCallEvent> events = scanner.feed(text);
+  for (ToolCallEvent& e : scanner.finish()) events.push_back(std::move(e));
+  std::vector<json> chunks = event_chunks(index, events);
+  const bool called = scanner.calls() > 0 && finish_reason == "stop";
+  chunks.push_back(chunk(index, json::object(), called ? "tool_calls" : finish_reason));
+  return chunks;
 }
 
 json ChatFormat::usage(const std::vector<GenerationResult>& results) const {
@@ -123,11 +188,6 @@ std::optional<ApiError> read_chat_logprobs(const json& body, bool stream, int32_
 }
 
 std::optional<ApiError> refuse_unsupported_chat_fields(const json& body) {
-  // Tools reach the chat template; constraining a call to them is not built yet, so asking for one is refused.
-  if (body.contains("tool_choice") && !body["tool_choice"].is_null() && body["tool_choice"] != "none" &&
-      body["tool_choice"] != "auto") {
-    return bad_request("tool_choice other than \"none\" or \"auto\" is not supported yet", "tool_choice");
-  }
   if (body.contains("continue_final_message") && body["continue_final_message"] == true) {
     return bad_request("continue_final_message is not supported yet", "continue_final_message");
   }
@@ -181,7 +241,7 @@ namespace {
 
 // On the exchange's strand, once the prompt is tokenised.
 void submit_chat(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchange, const OpenAiRequest& req,
-                 int32_t logprobs, std::vector<int32_t> prompt_ids) {
+                 const ToolChoice& tools, int32_t logprobs, std::vector<int32_t> prompt_ids) {
   const ServingBase& base = *req.base;
   GenerationCall call;
   call.base = req.base;
@@ -189,6 +249,7 @@ void submit_chat(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchang
   request.prompt_ids = std::move(prompt_ids);
   request.params = req.fields.params;
   request.params.logprobs = logprobs;
+  if (tools.grammar) request.params.grammar = tools.grammar;
   if (request.params.max_tokens < 0) {  // OpenAI's default: as much as the context leaves
     const int64_t prompt = static_cast<int64_t>(request.prompt_ids.size());
     const int64_t room = base.max_model_len() - prompt;
@@ -218,7 +279,7 @@ void submit_chat(const ApiContext& ctx, const std::shared_ptr<Exchange>& exchang
   call.format = std::make_shared<ChatFormat>(
       CompletionMeta{make_response_id("chatcmpl-", exchange->record().id), unix_now(), req.response_model,
                      base.fingerprint()},
-      base.tokenizer(), n);
+      base.tokenizer(), n, tools.syntax, tools.function);
   ctx.runner->run(exchange, std::move(call));
 }
 
@@ -230,6 +291,17 @@ void chat_with_body(const ApiContext& ctx, const std::shared_ptr<Exchange>& exch
   }
   const json& body = req->body;
   if (auto err = refuse_unsupported_chat_fields(body)) return exchange->respond(err->to_response());
+  auto tools = std::make_shared<ToolChoice>();
+  if (auto err = read_tool_choice(body, exchange->request().body(), req->base->chat_template(), ctx.tool_call_parser,
+                                  tools.get())) {
+    return exchange->respond(err->to_response());
+  }
+  if (tools->grammar && req->fields.params.grammar) {
+    return exchange->respond(bad_request("tool_choice \"required\" or a named function constrains the output to the "
+                                         "tools' schemas: it cannot be combined with response_format or guided_*",
+                                         "tool_choice")
+                                 .to_response());
+  }
   json messages, vars;
   if (auto err = read_chat_messages(body, &messages)) return exchange->respond(err->to_response());
   if (auto err = read_chat_template_vars(body, &vars)) return exchange->respond(err->to_response());
@@ -257,9 +329,9 @@ void chat_with_body(const ApiContext& ctx, const std::shared_ptr<Exchange>& exch
       [base = req->base, messages = std::move(messages), vars = std::move(vars), add_generation_prompt] {
         return render_chat_prompt(*base, messages, add_generation_prompt, vars);
       },
-      [ctx = &ctx, exchange, req, logprobs](ChatPrompt prompt) {
+      [ctx = &ctx, exchange, req, tools, logprobs](ChatPrompt prompt) {
         if (prompt.error) return exchange->respond(prompt.error->to_response());
-        submit_chat(*ctx, exchange, *req, logprobs, std::move(prompt.ids));
+        submit_chat(*ctx, exchange, *req, *tools, logprobs, std::move(prompt.ids));
       });
 }
 

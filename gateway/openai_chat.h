@@ -3,6 +3,9 @@
 // then generated like a completion; answered whole or as
 // chat.completion.chunk events (the first delta of each choice carries the
 // role). `n` choices are n sequences of the one prompt (seed + i for choice i).
+// With tools (gateway/tool_choice.h), each choice's output is read back as
+// `message.tool_calls` (streamed as `delta.tool_calls` fragments, OpenAI's
+// shape) and a choice that made calls finishes with "tool_calls".
 // Messages with more text than the model length can hold are refused (400,
 // context_length_exceeded) before rendering; a long chat is parsed, rendered
 // and tokenised on the Gateway's BlockingWork, not on a network thread.
@@ -16,26 +19,37 @@
 
 #include "gateway/openai_request.h"
 #include "gateway/response_format.h"
+#include "gateway/tool_call_parser.h"
 
 namespace loragate {
 
 class ChatFormat final : public ResponseFormat {
  public:
   // `tokenizer` renders logprobs (when the result has them); may be null.
-  // `n` choices, all of the one rendered prompt.
-  explicit ChatFormat(CompletionMeta meta, const Tokenizer* tokenizer = nullptr, int32_t n = 1)
-      : meta_(std::move(meta)), tokenizer_(tokenizer), n_(n) {}
+  // `n` choices, all of the one rendered prompt. `tools` says how output is
+  // read back (kNone: all of it is content).
+  explicit ChatFormat(CompletionMeta meta, const Tokenizer* tokenizer = nullptr, int32_t n = 1,
+                      ToolCallSyntax tools = ToolCallSyntax::kNone, std::string function = "");
   nlohmann::json full(const std::vector<GenerationResult>& results) const override;
   std::vector<nlohmann::json> opening() const override;
-  nlohmann::json delta(int32_t index, std::string_view text) const override;
-  nlohmann::json finish(int32_t index, std::string_view text, std::string_view finish_reason) const override;
+  std::vector<nlohmann::json> delta(int32_t index, std::string_view text) override;
+  std::vector<nlohmann::json> finish(int32_t index, std::string_view text, std::string_view finish_reason) override;
   nlohmann::json usage(const std::vector<GenerationResult>& results) const override;
 
  private:
   nlohmann::json chunk(int32_t index, nlohmann::json delta, nlohmann::json finish_reason) const;
+  // The message of a finished choice: content, and tool_calls when it made some.
+  nlohmann::json message(int32_t index, const ToolCallOutput& output) const;
+  // Call `call` of choice `index`: an id unique to the response.
+  std::string call_id(int32_t index, int32_t call) const;
+  // Scanner events as chunks of choice `index`.
+  std::vector<nlohmann::json> event_chunks(int32_t index, const std::vector<ToolCallEvent>& events) const;
   CompletionMeta meta_;
   const Tokenizer* tokenizer_;
   int32_t n_;
+  ToolCallSyntax tools_;
+  std::string function_;
+  std::vector<ToolCallScanner> scanners_;  // per choice, streams only; empty without tools
 };
 
 // Checks `messages` (a non-empty list of {role, content} with string roles

@@ -44,13 +44,13 @@ json CompletionFormat::full(const std::vector<GenerationResult>& results) const 
   return body;
 }
 
-json CompletionFormat::delta(int32_t index, std::string_view text) const {
-  return chunk(json::array({{{"index", index}, {"text", text}, {"finish_reason", nullptr}, {"logprobs", nullptr}}}));
+std::vector<json> CompletionFormat::delta(int32_t index, std::string_view text) {
+  return {chunk(json::array({{{"index", index}, {"text", text}, {"finish_reason", nullptr}, {"logprobs", nullptr}}}))};
 }
 
-json CompletionFormat::finish(int32_t index, std::string_view text, std::string_view finish_reason) const {
-  return chunk(
-      json::array({{{"index", index}, {"text", text}, {"finish_reason", finish_reason}, {"logprobs", nullptr}}}));
+std::vector<json> CompletionFormat::finish(int32_t index, std::string_view text, std::string_view finish_reason) {
+  return {chunk(
+      json::array({{{"index", index}, {"text", text}, {"finish_reason", finish_reason}, {"logprobs", nullptr}}}))};
 }
 
 json CompletionFormat::usage(const std::vector<GenerationResult>& results) const {

@@ -44,8 +44,8 @@ class CompletionFormat final : public ResponseFormat {
   explicit CompletionFormat(CompletionMeta meta, const Tokenizer* tokenizer = nullptr, CompletionExtras extras = {})
       : meta_(std::move(meta)), tokenizer_(tokenizer), extras_(std::move(extras)) {}
   nlohmann::json full(const std::vector<GenerationResult>& results) const override;
-  nlohmann::json delta(int32_t index, std::string_view text) const override;
-  nlohmann::json finish(int32_t index, std::string_view text, std::string_view finish_reason) const override;
+  std::vector<nlohmann::json> delta(int32_t index, std::string_view text) override;
+  std::vector<nlohmann::json> finish(int32_t index, std::string_view text, std::string_view finish_reason) override;
   nlohmann::json usage(const std::vector<GenerationResult>& results) const override;
 
  private:

@@ -33,6 +33,7 @@ struct ApiContext {
   std::string admin_token;                  // X-Base needs it; "" = X-Base refused
   bool public_listings = true;              // server.public_listings: false = /v1/models lists adapters only
                                             // to the admin token's holder
+  std::string tool_call_parser = "auto";    // server.tool_call_parser (gateway/tool_choice.h)
   int64_t started_unix = 0;                 // "created" of the models in /v1/models
 };
 

@@ -1,7 +1,9 @@
 // ResponseFormat: how one OpenAI route shapes a generation's answer — the
 // whole response, and the chunks of its server-sent-event stream. Each
 // request gets its own (it carries the response id, created time and model).
-// Immutable after construction; used on the connection's strand.
+// Used on the connection's strand only: a format may keep per-choice state
+// for its stream (a chat's tool-call scanners), so delta() and finish() are
+// not const.
 #pragma once
 
 #include <cstdint>
@@ -33,10 +35,11 @@ class ResponseFormat {
   virtual nlohmann::json full(const std::vector<GenerationResult>& results) const = 0;
   // Chunks sent before the first token (chat: the assistant role of each choice).
   virtual std::vector<nlohmann::json> opening() const { return {}; }
-  // A chunk carrying newly generated text of choice `index`.
-  virtual nlohmann::json delta(int32_t index, std::string_view text) const = 0;
-  // Choice `index`'s last chunk: any remaining text and its finish reason.
-  virtual nlohmann::json finish(int32_t index, std::string_view text, std::string_view finish_reason) const = 0;
+  // The chunks carrying newly generated text of choice `index` (none while
+  // the format holds text back).
+  virtual std::vector<nlohmann::json> delta(int32_t index, std::string_view text) = 0;
+  // Choice `index`'s last chunks: any remaining text, then its finish reason.
+  virtual std::vector<nlohmann::json> finish(int32_t index, std::string_view text, std::string_view finish_reason) = 0;
   // The usage chunk (stream_options.include_usage): no choices, usage of them all.
   virtual nlohmann::json usage(const std::vector<GenerationResult>& results) const = 0;
 };

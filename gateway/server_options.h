@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace loragate {
 
@@ -27,6 +28,15 @@ struct ServerOptions {
   // admin token (as vLLM and LoRAX do); false = both need it, and
   // /v1/models shows anyone else only the base.
   bool public_listings = true;
+  // How chat tool calls are read from output under tool_choice "auto":
+  // "auto" picks from the chat template (gateway/tool_choice.h), "hermes",
+  // "llama3_json", or "none" (plain content).
+  std::string tool_call_parser = "auto";
 };
+
+// A server.tool_call_parser value this build knows.
+inline bool valid_tool_call_parser(std::string_view name) {
+  return name == "auto" || name == "hermes" || name == "llama3_json" || name == "none";
+}
 
 }  // namespace loragate

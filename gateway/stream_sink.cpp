@@ -8,7 +8,7 @@
 
 namespace loragate {
 
-StreamSink::StreamSink(std::shared_ptr<Exchange> exchange, std::shared_ptr<const ResponseFormat> format, bool stream,
+StreamSink::StreamSink(std::shared_ptr<Exchange> exchange, std::shared_ptr<ResponseFormat> format, bool stream,
                        bool include_usage, int32_t choices, int32_t n, std::shared_ptr<SinkLedger> ledger,
                        std::shared_ptr<ServingBase> base)
     : exchange_(std::move(exchange)),
@@ -101,7 +101,7 @@ void StreamSink::deliver_token(int32_t index, std::string delta) {
   exchange_->record().completion_tokens = std::max(++tokens_, finished_tokens_);
   if (answered_ || delta.empty() || exchange_->client_gone()) return;
   streamed_[static_cast<size_t>(index)] += delta;
-  send_event(format_->delta(index, delta));
+  for (const nlohmann::json& chunk : format_->delta(index, delta)) send_event(chunk);
 }
 
 // The record sums the choices: their tokens, the earliest queue time and
@@ -132,7 +132,9 @@ void StreamSink::deliver_finish(int32_t index, GenerationResult result) {
     if (result.text.size() >= streamed.size() && result.text.compare(0, streamed.size(), streamed) == 0) {
       rest = result.text.substr(streamed.size());
     }
-    send_event(format_->finish(index, rest, openai_finish_reason(result.finish_reason)));
+    for (const nlohmann::json& chunk : format_->finish(index, rest, openai_finish_reason(result.finish_reason))) {
+      send_event(chunk);
+    }
   }
   results_[static_cast<size_t>(index)] = std::move(result);
   if (finished_ < static_cast<int32_t>(results_.size())) return;

@@ -35,7 +35,7 @@ class ShadowPair;
 class StreamSink final : public std::enable_shared_from_this<StreamSink> {
  public:
   // `choices` engine requests, `n` per prompt (for the usage counts).
-  StreamSink(std::shared_ptr<Exchange> exchange, std::shared_ptr<const ResponseFormat> format, bool stream,
+  StreamSink(std::shared_ptr<Exchange> exchange, std::shared_ptr<ResponseFormat> format, bool stream,
              bool include_usage, int32_t choices, int32_t n, std::shared_ptr<SinkLedger> ledger,
              std::shared_ptr<ServingBase> base);
   StreamSink(const StreamSink&) = delete;
@@ -86,7 +86,7 @@ class StreamSink final : public std::enable_shared_from_this<StreamSink> {
   void send_event(const nlohmann::json& chunk);
 
   std::shared_ptr<Exchange> exchange_;  // reset by detach(); otherwise used on the strand
-  const std::shared_ptr<const ResponseFormat> format_;
+  const std::shared_ptr<ResponseFormat> format_;  // used on the strand
   const bool stream_;
   const bool include_usage_;
   const int32_t n_;

@@ -192,14 +192,9 @@ Result<grammar::Grammar> compile(const Ask& ask, grammar::JsonWhitespace ws) {
   return grammar::parse_gbnf(ask.source);
 }
 
-}  // namespace
-
-std::optional<ApiError> read_structured_output(const json& body, std::string_view raw_body,
-                                               std::shared_ptr<const grammar::Grammar>* out) {
-  Ask ask;
-  grammar::JsonWhitespace ws = grammar::JsonWhitespace::kCompact;
-  if (auto err = read_ask(body, raw_body, &ask, &ws)) return err;
-  if (ask.kind.empty()) return std::nullopt;
+// The grammar `ask` compiles to, from the cache when it was compiled before.
+std::optional<ApiError> cached_grammar(const Ask& ask, grammar::JsonWhitespace ws,
+                                       std::shared_ptr<const grammar::Grammar>* out) {
   const std::string key =
       sha256_hex(ask.kind + '\0' + (ws == grammar::JsonWhitespace::kCompact ? "compact" : "flexible") + '\0' + ask.source);
   if (auto hit = cache().find(key)) {
@@ -212,6 +207,24 @@ std::optional<ApiError> read_structured_output(const json& body, std::string_vie
   cache().put(key, g);
   *out = std::move(g);
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> read_structured_output(const json& body, std::string_view raw_body,
+                                               std::shared_ptr<const grammar::Grammar>* out) {
+  Ask ask;
+  grammar::JsonWhitespace ws = grammar::JsonWhitespace::kCompact;
+  if (auto err = read_ask(body, raw_body, &ask, &ws)) return err;
+  if (ask.kind.empty()) return std::nullopt;
+  return cached_grammar(ask, ws, out);
+}
+
+std::optional<ApiError> json_schema_grammar(const ojson& schema, const std::string& field, const std::string& param,
+                                            std::shared_ptr<const grammar::Grammar>* out) {
+  auto err = cached_grammar({"json_schema", schema.dump(), field}, grammar::JsonWhitespace::kCompact, out);
+  if (err) err->param = param;
+  return err;
 }
 
 GrammarCacheStats grammar_cache_stats() { return cache().stats(); }

@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -23,6 +24,12 @@ namespace loragate {
 // to keep their properties in the order written (the parsed body sorts keys).
 std::optional<ApiError> read_structured_output(const nlohmann::json& body, std::string_view raw_body,
                                                std::shared_ptr<const grammar::Grammar>* out);
+
+// `schema` compiled with compact JSON layout, through the same cache (tool
+// calls). Errors name `field` in the message ("tools[0].function.parameters")
+// and `param` as the error's param ("tools").
+std::optional<ApiError> json_schema_grammar(const nlohmann::ordered_json& schema, const std::string& field,
+                                            const std::string& param, std::shared_ptr<const grammar::Grammar>* out);
 
 // Compiled grammars held by the cache, and how many lookups found one (tests, metrics).
 struct GrammarCacheStats {

@@ -18,8 +18,8 @@ namespace runner_test {
 class NullFormat final : public ResponseFormat {
  public:
   nlohmann::json full(const std::vector<GenerationResult>&) const override { return {}; }
-  nlohmann::json delta(int32_t, std::string_view) const override { return {}; }
-  nlohmann::json finish(int32_t, std::string_view, std::string_view) const override { return {}; }
+  std::vector<nlohmann::json> delta(int32_t, std::string_view) override { return {}; }
+  std::vector<nlohmann::json> finish(int32_t, std::string_view, std::string_view) override { return {}; }
   nlohmann::json usage(const std::vector<GenerationResult>&) const override { return {}; }
 };
 

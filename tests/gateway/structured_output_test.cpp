@@ -128,17 +128,6 @@ TEST_F(StructuredOutputTest, BadRequestsNameTheFieldAndKeyword) {
   }
 }
 
-TEST_F(StructuredOutputTest, AToolChoiceThatWouldNeedAConstrainedCallIsRefused) {
-  json chat = {{"model", kServed}, {"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 4},
-               {"tools", {{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", {{"type", "object"}}}}}}}}};
-  chat["tool_choice"] = "required";
-  ClientResponse r = post("/v1/chat/completions", chat);
-  EXPECT_EQ(r.status, 400) << r.body;
-  EXPECT_EQ(r.json()["error"]["param"], "tool_choice");
-  chat["tool_choice"] = "auto";
-  EXPECT_EQ(post("/v1/chat/completions", chat).status, 200);
-}
-
 TEST_F(StructuredOutputTest, CompiledGrammarsAreCachedByWhatWasAsked) {
   nlohmann::ordered_json ask = {{"model", kServed}, {"prompt", kGoldenPrompt}, {"max_tokens", 200}, {"seed", 1}};
   ask["guided_json"] = nlohmann::ordered_json::parse(
