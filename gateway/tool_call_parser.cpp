@@ -15,6 +15,28 @@ constexpr std::string_view kListOpen = "[";
 constexpr std::string_view kCallHead = "{\"name\":\"";
 constexpr std::string_view kArgsHead = ",\"arguments\":";
 
+}  // namespace
+
+void JsonNesting::read(char c) {
+  if (in_string) {
+    if (escaped) {
+      escaped = false;
+    } else if (c == '\\') {
+      escaped = true;
+    } else if (c == '"') {
+      in_string = false;
+    }
+  } else if (c == '"') {
+    in_string = true;
+  } else if (c == '{' || c == '[') {
+    ++depth;
+  } else if (c == '}' || c == ']') {
+    --depth;
+  }
+}
+
+namespace {
+
 bool is_blank(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
 // The length of the longest end of `text` that `marker` starts with (a
@@ -35,25 +57,10 @@ std::string_view trim_blanks(std::string_view s) {
 // Where the JSON object or array starting at text[0] ends (one past its
 // closing bracket), or npos when it does not end in `text`.
 size_t json_value_end(std::string_view text) {
-  int32_t depth = 0;
-  bool in_string = false, escaped = false;
+  JsonNesting nesting;
   for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if ((c == '}' || c == ']') && --depth == 0) {
-      return i + 1;
-    }
+    nesting.read(text[i]);
+    if (nesting.depth == 0 && !nesting.in_string) return i + 1;  // text[0] opened it: this closed it
   }
   return std::string_view::npos;
 }
@@ -132,31 +139,16 @@ void ToolCallScanner::feed_json_list(std::string_view text, std::vector<ToolCall
         if (ok && list_at_ == ListAt::kArgs) {
           out->push_back({ToolCallEvent::Kind::kCallBegin, calls_++, name_});
           held_.clear();
-          depth_ = 0;
-          in_string_ = escaped_ = false;
+          nesting_ = {};
         }
         break;
       case ListAt::kArgs:
-        if (in_string_) {
-          if (escaped_) {
-            escaped_ = false;
-          } else if (c == '\\') {
-            escaped_ = true;
-          } else if (c == '"') {
-            in_string_ = false;
-          }
-        } else if (c == '"') {
-          in_string_ = true;
-        } else if (c == '{' || c == '[') {
-          ++depth_;
-        } else if (c == '}' || c == ']') {
-          if (depth_ == 0) {  // the call object closes
-            flush_args();
-            list_at_ = ListAt::kAfterCall;
-            break;
-          }
-          --depth_;
+        if (nesting_.closes_outer(c)) {  // the call object closes
+          flush_args();
+          list_at_ = ListAt::kAfterCall;
+          break;
         }
+        nesting_.read(c);
         args += c;
         break;
       case ListAt::kAfterCall:
@@ -187,23 +179,26 @@ void ToolCallScanner::feed_hermes(std::string_view text, std::vector<ToolCallEve
       const size_t close = held_.find(kHermesClose);
       if (close == std::string::npos) return;
       const std::string body = held_.substr(0, close);
-      if (!emit_json_call(body, out)) {
-        emit_content(std::string(kHermesOpen) + body + std::string(kHermesClose), out);
-      }
+      // The blank lines around a call are layout; around a block that is no call, content.
+      after_call_ = emit_json_call(body, out);
+      if (!after_call_) emit_content(blank_before_ + std::string(kHermesOpen) + body + std::string(kHermesClose), out);
+      blank_before_.clear();
       held_.erase(0, close + kHermesClose.size());
       in_call_ = false;
       continue;
     }
-    if (calls_ > 0) {  // the blank lines between and after calls are layout, not content
+    if (after_call_) {
       size_t blanks = 0;
       while (blanks < held_.size() && is_blank(held_[blanks])) ++blanks;
       held_.erase(0, blanks);
+      if (!held_.empty()) after_call_ = false;
     }
     const size_t open = held_.find(kHermesOpen);
     if (open != std::string::npos) {
-      std::string_view before(held_.data(), open);
-      while (!before.empty() && is_blank(before.back())) before.remove_suffix(1);
-      emit_content(std::string(before), out);
+      size_t text_end = open;
+      while (text_end > 0 && is_blank(held_[text_end - 1])) --text_end;
+      emit_content(held_.substr(0, text_end), out);
+      blank_before_ = held_.substr(text_end, open - text_end);
       held_.erase(0, open + kHermesOpen.size());
       in_call_ = true;
       continue;
@@ -268,7 +263,7 @@ std::vector<ToolCallEvent> ToolCallScanner::finish() {
       break;
     case ToolCallSyntax::kHermes:
       if (in_call_) {  // the output ended inside a block: a call if it is whole JSON
-        if (!emit_json_call(trim_blanks(held_), &out)) emit_content(std::string(kHermesOpen) + held_, &out);
+        if (!emit_json_call(trim_blanks(held_), &out)) emit_content(blank_before_ + std::string(kHermesOpen) + held_, &out);
       } else if (calls_ == 0 || !trim_blanks(held_).empty()) {
         emit_content(held_, &out);
       }

@@ -36,6 +36,16 @@ struct ToolCallEvent {
   std::string text;  // content, the function name, or an arguments fragment
 };
 
+// The brackets and strings of JSON text read byte by byte.
+struct JsonNesting {
+  int32_t depth = 0;  // brackets open outside strings
+  bool in_string = false;
+  bool escaped = false;
+  void read(char c);
+  // `c` would close a bracket opened before reading began.
+  bool closes_outer(char c) const { return !in_string && depth == 0 && (c == '}' || c == ']'); }
+};
+
 class ToolCallScanner {
  public:
   // `function`: the named function of kArguments (unused otherwise).
@@ -63,15 +73,16 @@ class ToolCallScanner {
   int32_t calls_ = 0;
   bool finished_ = false;
   std::string held_;  // text not yet given out (a possible marker, a call being read)
-  bool in_call_ = false;  // kHermes: inside <tool_call>; kJsonList: inside a call's arguments
+  bool in_call_ = false;      // kHermes: inside <tool_call>
+  bool after_call_ = false;   // kHermes: a call was just read (blanks next are layout)
+  std::string blank_before_;  // kHermes: the blanks before the block being read
   bool content_only_ = false;  // kLlama3Json / kJsonList: decided (or fell back to) plain content
   bool decided_ = false;       // kLlama3Json: the first non-blank text was seen
   // kJsonList: where in `[{"name":"N","arguments":ARGS},...]` the scanner is.
   enum class ListAt { kOpen, kCallHead, kName, kArgsHead, kArgs, kAfterCall, kDone } list_at_ = ListAt::kOpen;
   size_t matched_ = 0;  // bytes of the current fixed piece matched
   std::string name_;
-  int32_t depth_ = 0;  // kArgs: open brackets inside the arguments
-  bool in_string_ = false, escaped_ = false;
+  JsonNesting nesting_;  // kArgs: inside the arguments
 };
 
 // A choice's whole output read with `syntax`: its content (null when there
