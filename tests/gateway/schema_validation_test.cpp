@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -170,10 +171,14 @@ std::pair<int, std::string> run_validation_command(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
-// A python3 that can import jsonschema: Debian's (/usr/bin/python3, with
-// python3-jsonschema, as CI installs it) first, else the one on PATH; "" if none.
+// A python3 that can import jsonschema: $LORAGATE_PYTHON when set, else
+// Debian's (/usr/bin/python3, with python3-jsonschema, as CI installs it),
+// else the one on PATH; "" if none.
 std::string python_with_jsonschema() {
-  for (const std::string python : {"/usr/bin/python3", "python3"}) {
+  const char* chosen = std::getenv("LORAGATE_PYTHON");
+  std::vector<std::string> candidates = {"/usr/bin/python3", "python3"};
+  if (chosen != nullptr && *chosen != '\0') candidates = {chosen};
+  for (const std::string& python : candidates) {
     if (run_validation_command(python + " -c 'import jsonschema'").first == 0) return python;
   }
   return "";
@@ -184,8 +189,11 @@ class SchemaValidationTest : public GatewayTest {};
 TEST_F(SchemaValidationTest, EveryStoppedOutputValidatesAgainstItsSchema) {
   const std::string python = python_with_jsonschema();
   if (python.empty()) {
-    const std::string why = "python3 with the jsonschema module is not installed (Debian: python3-jsonschema; "
-                            "scripts/setup.sh installs it)";
+    const char* chosen = std::getenv("LORAGATE_PYTHON");
+    const std::string why = chosen != nullptr && *chosen != '\0'
+                                ? std::string("LORAGATE_PYTHON=") + chosen + " cannot import jsonschema"
+                                : "python3 with the jsonschema module is not installed (Debian: python3-jsonschema; "
+                                  "scripts/setup.sh installs it)";
     if (in_ci()) GTEST_FAIL() << why << " (CI=true: a missing validator fails)";
     GTEST_SKIP() << why;
   }
