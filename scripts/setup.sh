@@ -24,8 +24,22 @@ packages=(
   haproxy                           # the fleet's proxy (scripts/fleet.sh, deploy/haproxy/) and its config test
   python3-yaml                      # tests/deploy/check_manifests.py parses deploy/kubernetes offline
   json-schema-test-suite            # the official JSON Schema test cases: structured output must never accept an invalid instance
+  python3-jsonschema                # tests/gateway/validate_instances.py: structured output checked by a real validator
   "$@"                              # what a job adds (scripts/fuzz.sh: clang; scripts/sanitize.sh: runtimes)
 )
+
+# node and npm run the official OpenAI SDK against loragate (tests/sdk). A
+# node from elsewhere (NodeSource's nodejs bundles npm, and Debian's npm
+# package conflicts with it) is left alone: Debian's are added only when absent.
+if ! command -v npm > /dev/null 2>&1; then
+  if ! command -v node > /dev/null 2>&1; then
+    packages+=(nodejs npm)
+  elif dpkg-query -W -f='${Version}' nodejs 2>/dev/null | grep -qv nodesource; then
+    packages+=(npm)                 # Debian's nodejs without its npm
+  else
+    echo "setup: node is installed but npm is not; tests/sdk's OpenAI SDK check needs npm" >&2
+  fi
+fi
 
 missing=()
 for p in "${packages[@]}"; do
