@@ -154,16 +154,30 @@ class SchemaWriter {
         {"json-object", "\"{\" ws ( json-member ( \",\" ws json-member )* )? \"}\""},
         {"json-member", "json-string ws \":\" ws json-value ws"},
         {"json-array", "\"[\" ws ( json-value ws ( \",\" ws json-value ws )* )? \"]\""},
-        {"fmt-date", "[0-9]{4} \"-\" ( \"0\" [1-9] | \"1\" [0-2] ) \"-\" ( \"0\" [1-9] | [12] [0-9] | \"3\" [01] )"},
+        // Calendar dates only: each month's days, February 29 in leap years (the
+        // Gregorian rule), years 0001-9999 (what RFC 3339 validators accept).
+        {"fmt-date", "fmt-year \"-\" fmt-month-day | fmt-leap-year \"-02-29\""},
+        {"fmt-year", "[1-9] [0-9]{3} | \"0\" [1-9] [0-9]{2} | \"00\" [1-9] [0-9] | \"000\" [1-9]"},
+        {"fmt-month-day",
+         "( \"0\" [13578] | \"1\" [02] ) \"-\" ( \"0\" [1-9] | [12] [0-9] | \"3\" [01] ) | "
+         "( \"0\" [469] | \"11\" ) \"-\" ( \"0\" [1-9] | [12] [0-9] | \"30\" ) | "
+         "\"02-\" ( \"0\" [1-9] | \"1\" [0-9] | \"2\" [0-8] )"},
+        {"fmt-leap-year",
+         "[0-9] [0-9] ( [02468] [48] | [13579] [26] | [2468] \"0\" ) | ( \"0\" [48] | [2468] [048] | [13579] [26] ) \"00\""},
         {"fmt-time",
          "( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] \":\" [0-5] [0-9] ( \".\" [0-9]{1,9} )? "
          "( \"Z\" | [+\\x2D] ( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] )"},
         {"fmt-date-time", "fmt-date \"T\" fmt-time"},
         {"fmt-uuid",
          "[0-9a-f]{8} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{12}"},
+        // A plain addr-spec (a subset of the valid ones): a dot-atom local part
+        // of at most 54 bytes (under RFC 5321's 64; no leading, trailing or
+        // doubled dots), host labels that start and end with a letter or digit.
         {"fmt-email",
-         "[A-Za-z0-9._%+\\x2D]{1,64} \"@\" [A-Za-z0-9\\x2D]{1,63} ( \".\" [A-Za-z0-9\\x2D]{1,63} ){0,8} \".\" "
-         "[A-Za-z]{2,24}"},
+         "fmt-email-atom{1,32} ( \".\" fmt-email-atom{1,10} ){0,2} \"@\" fmt-email-label ( \".\" fmt-email-label ){0,8} "
+         "\".\" [A-Za-z]{2,24}"},
+        {"fmt-email-atom", "[A-Za-z0-9_%+\\x2D]"},
+        {"fmt-email-label", "[A-Za-z0-9]{1,20} ( \"-\" [A-Za-z0-9]{1,20} ){0,2}"},
     };
     if (primitives_.count(name) == 0) {
       primitives_[name] = kBodies.at(name);

@@ -8,6 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
+
 #include "grammar/matcher.h"
 
 namespace loragate::grammar {
@@ -96,7 +99,33 @@ TEST(JsonSchemaTest, StringsLengthsPatternsAndFormats) {
   expect_language(R"({"type":"string","format":"uuid"})", {R"("123e4567-e89b-12d3-a456-426614174000")"},
                   {R"("123e4567e89b12d3a456426614174000")"});
   expect_language(R"({"type":"string","format":"email"})", {R"("a.b+c@example.co.uk")"}, {R"("a@b")", R"("@x.com")"});
+  expect_language(R"({"type":"string","format":"email"})",
+                  {R"("x_y-z%1@a-b.c9.io")", "\"" + std::string(32, 'a') + "." + std::string(10, 'b') + "@x.io\""},
+                  {R"(".a@x.io")", R"("a.@x.io")", R"("a..b@x.io")", R"("a@-x.io")", R"("a@x-.io")", R"("a@x..io")",
+                   "\"" + std::string(65, 'a') + "@x.io\""});
   EXPECT_NE(schema_error(R"({"type":"string","format":"hostname"})").find("format 'hostname'"), std::string::npos);
+}
+
+// Every day of every month, over years that cover the leap rules (÷4, ÷100,
+// ÷400) and the smallest years, against the calendar's own arithmetic.
+TEST(JsonSchemaTest, DatesAreCalendarDates) {
+  const auto g = schema_grammar(R"({"type":"string","format":"date"})");
+  ASSERT_NE(g, nullptr);
+  auto leap = [](int y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; };
+  const int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  std::vector<int> years = {0, 1, 4, 100, 400, 1600, 1700, 1900, 2000, 2100, 2400, 9996, 9999};
+  for (int y = 2019; y <= 2025; ++y) years.push_back(y);
+  for (int y : years) {
+    for (int m = 0; m <= 13; ++m) {
+      for (int d = 0; d <= 32; ++d) {
+        char text[32];
+        std::snprintf(text, sizeof text, "\"%04d-%02d-%02d\"", y, m, d);
+        const bool valid = y >= 1 && m >= 1 && m <= 12 && d >= 1 &&
+                           d <= kDays[std::clamp(m, 1, 12) - 1] + (m == 2 && leap(y) ? 1 : 0);
+        EXPECT_EQ(grammar_matches(g, text), valid) << text;
+      }
+    }
+  }
 }
 
 TEST(JsonSchemaTest, IntegerBoundsAreExactOverARange) {
