@@ -8,6 +8,7 @@
 #include <set>
 
 #include "grammar/gbnf.h"
+#include "grammar/number_range.h"
 #include "grammar/regex_grammar.h"
 
 namespace loragate::grammar {
@@ -18,7 +19,6 @@ using ojson = nlohmann::ordered_json;
 constexpr int kMaxSchemaDepth = 64;
 constexpr size_t kMaxSchemaGbnfBytes = 1 << 20;
 constexpr size_t kMaxRules = 4096;
-constexpr int kMaxIntegerDigits = 16;  // as the generic number rule
 
 // Keywords that only annotate: accepted and ignored.
 const std::set<std::string>& annotations() {
@@ -57,13 +57,6 @@ std::string literal(std::string_view bytes) {
   return out + "\"";
 }
 
-std::string alternatives(const std::vector<std::string>& alts) {
-  if (alts.size() == 1) return alts.front();
-  std::string out = "(";
-  for (size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : " ") + alts[i];
-  return out + " )";
-}
-
 std::string rule_name(std::string_view hint) {
   std::string out;
   for (char c : hint) {
@@ -71,54 +64,6 @@ std::string rule_name(std::string_view hint) {
     out += ok ? c : '-';
   }
   return out.empty() ? "s" : out;
-}
-
-std::string digits_class(char lo, char hi) {
-  if (lo == hi) return std::string("\"") + lo + "\"";
-  return std::string("[") + lo + "-" + hi + "]";
-}
-
-// GBNF alternatives for the decimal numbers in [a, b] that have exactly
-// the digits of a and b (a and b as strings of equal length, leading zeros
-// allowed past the first position).
-void same_length_range(const std::string& a, const std::string& b, const std::string& prefix,
-                       std::vector<std::string>& out) {
-  if (a.empty()) {
-    out.push_back(prefix.empty() ? "\"\"" : prefix);
-    return;
-  }
-  const std::string rest_a = a.substr(1), rest_b = b.substr(1);
-  const auto sep = [&](const std::string& p) { return p.empty() ? p : p + " "; };
-  if (a[0] == b[0]) {
-    same_length_range(rest_a, rest_b, sep(prefix) + digits_class(a[0], a[0]), out);
-    return;
-  }
-  const bool low_full = rest_a.find_first_not_of('0') == std::string::npos;
-  const bool high_full = rest_b.find_first_not_of('9') == std::string::npos;
-  const auto any_digits = [&](size_t n) { return n == 0 ? std::string() : " [0-9]{" + std::to_string(n) + "}"; };
-  const char lo_first = low_full ? a[0] : static_cast<char>(a[0] + 1);
-  const char hi_first = high_full ? b[0] : static_cast<char>(b[0] - 1);
-  if (!low_full) same_length_range(rest_a, std::string(rest_a.size(), '9'), sep(prefix) + digits_class(a[0], a[0]), out);
-  if (lo_first <= hi_first) out.push_back(sep(prefix) + digits_class(lo_first, hi_first) + any_digits(rest_a.size()));
-  if (!high_full) same_length_range(std::string(rest_b.size(), '0'), rest_b, sep(prefix) + digits_class(b[0], b[0]), out);
-}
-
-// The non-negative integers in [a, b] (b < 0: unbounded, up to kMaxIntegerDigits digits), no leading zeros.
-std::vector<std::string> natural_range(int64_t a, int64_t b) {
-  std::vector<std::string> out;
-  std::string lo = std::to_string(a);
-  const size_t max_len = b < 0 ? static_cast<size_t>(kMaxIntegerDigits) : std::to_string(b).size();
-  for (size_t len = lo.size(); len <= max_len; ++len) {
-    const std::string first = len == lo.size() ? lo : "1" + std::string(len - 1, '0');
-    std::string last = std::string(len, '9');
-    if (b >= 0 && len == max_len) last = std::to_string(b);
-    if (b < 0 && len > lo.size()) {  // every number of this length: one pattern for all longer lengths
-      out.push_back("[1-9] [0-9]{" + std::to_string(len - 1) + "," + std::to_string(max_len - 1) + "}");
-      break;
-    }
-    same_length_range(first, last, "", out);
-  }
-  return out;
 }
 
 class SchemaWriter {
@@ -217,7 +162,7 @@ class SchemaWriter {
       if (!e.is_array() || e.empty()) return error(path, "enum must be a non-empty array");
       std::vector<std::string> alts;
       for (const ojson& v : e) alts.push_back(literal(v.dump()));
-      return alternatives(alts);
+      return gbnf_alternatives(alts);
     }
     for (const char* key : {"anyOf"}) {
       if (!s.contains(key)) continue;
@@ -230,7 +175,7 @@ class SchemaWriter {
                                  depth + 1));
         alts.push_back(std::move(alt));
       }
-      return add_rule(hint, alternatives(alts));
+      return add_rule(hint, gbnf_alternatives(alts));
     }
     if (s.contains("allOf")) {
       const ojson& list = s["allOf"];
@@ -258,7 +203,7 @@ class SchemaWriter {
       LG_ASSIGN_OR_RETURN(std::string alt, typed(s, t, hint + (types.size() > 1 ? "-" + t : ""), path, depth));
       alts.push_back(std::move(alt));
     }
-    return alternatives(alts);
+    return gbnf_alternatives(alts);
   }
 
   static std::string inferred_type(const ojson& s) {
@@ -355,66 +300,48 @@ class SchemaWriter {
     return add_rule(hint, "\"\\\"\" " + primitive("json-char") + reps + " \"\\\"\"");
   }
 
-  // Reads a bound, which must be a whole number.
-  Result<std::optional<int64_t>> bound(const ojson& s, const char* key, const std::string& path) {
-    if (!s.contains(key)) return std::optional<int64_t>();
-    const ojson& v = s[key];
-    if (!v.is_number()) return error(path, std::string(key) + " must be a number");
-    const double d = v.get<double>();
-    if (!std::isfinite(d) || std::floor(d) != d || std::fabs(d) > 1e15) {
-      return error(path, std::string(key) + " " + v.dump() + ": only whole-number bounds up to 1e15 are supported");
-    }
-    return std::optional<int64_t>(static_cast<int64_t>(d));
+  // Reads a bound: a number with at most kMaxBoundDigits digits either side of the point.
+  Result<std::optional<NumberBound>> bound(const ojson& s, const char* key, bool inclusive, const std::string& path) {
+    if (!s.contains(key)) return std::optional<NumberBound>();
+    auto value = decimal_from_json(s[key]);
+    if (!value.is_ok()) return error(path, std::string(key) + " " + value.status().message());
+    return std::optional<NumberBound>(NumberBound{std::move(value).value(), inclusive});
+  }
+
+  // The tighter of two lower (or upper) bounds.
+  static std::optional<NumberBound> tighter(std::optional<NumberBound> a, std::optional<NumberBound> b, bool lower) {
+    if (!a) return b;
+    if (!b) return a;
+    const int c = compare(a->value, b->value);
+    if (c == 0) return a->inclusive ? b : a;  // the exclusive one is tighter
+    return (c > 0) == lower ? a : b;
+  }
+
+  // -1, 0, 1 as a < b, a == b, a > b.
+  static int compare(const Decimal& a, const Decimal& b) {
+    if (a.negative != b.negative) return a.negative ? -1 : 1;
+    const auto magnitude = [](const Decimal& d, const Decimal& e) {
+      if (d.integer.size() != e.integer.size()) return d.integer.size() < e.integer.size() ? -1 : 1;
+      if (const int c = d.integer.compare(e.integer); c != 0) return c < 0 ? -1 : 1;
+      if (const int c = d.fraction.compare(e.fraction); c != 0) return c < 0 ? -1 : 1;
+      return 0;
+    };
+    const int c = magnitude(a, b);
+    return a.negative ? -c : c;
   }
 
   Result<std::string> number_expr(const ojson& s, bool integer, const std::string& hint, const std::string& path) {
-    LG_ASSIGN_OR_RETURN(std::optional<int64_t> lo, bound(s, "minimum", path));
-    LG_ASSIGN_OR_RETURN(std::optional<int64_t> hi, bound(s, "maximum", path));
-    LG_ASSIGN_OR_RETURN(std::optional<int64_t> xlo, bound(s, "exclusiveMinimum", path));
-    LG_ASSIGN_OR_RETURN(std::optional<int64_t> xhi, bound(s, "exclusiveMaximum", path));
-    if ((xlo || xhi) && !integer) return error(path, "exclusiveMinimum/exclusiveMaximum are supported on integers only");
-    if (xlo) lo = std::max(lo.value_or(*xlo + 1), *xlo + 1);
-    if (xhi) hi = std::min(hi.value_or(*xhi - 1), *xhi - 1);
+    LG_ASSIGN_OR_RETURN(std::optional<NumberBound> lo, bound(s, "minimum", true, path));
+    LG_ASSIGN_OR_RETURN(std::optional<NumberBound> hi, bound(s, "maximum", true, path));
+    LG_ASSIGN_OR_RETURN(std::optional<NumberBound> xlo, bound(s, "exclusiveMinimum", false, path));
+    LG_ASSIGN_OR_RETURN(std::optional<NumberBound> xhi, bound(s, "exclusiveMaximum", false, path));
+    lo = tighter(lo, xlo, /*lower=*/true);
+    hi = tighter(hi, xhi, /*lower=*/false);
     if (!lo && !hi) return primitive(integer ? "json-int" : "json-number");
-    if (lo && hi && *lo > *hi) return error(path, "the bounds leave no number");
-    // x is written as an optional "-", an integer part I and (numbers) a
-    // fraction; bounds limit I, and at a bound itself only a zero fraction stays
-    // inside. No exponent when bounded.
-    const std::string any_frac = integer ? "" : " ( \".\" [0-9]{1,16} )?";
-    const std::string zero_frac = integer ? "" : " ( \".\" \"0\"{1,16} )?";
-    std::vector<std::string> alts;
-    const auto add_range = [&](const std::string& sign, int64_t from, int64_t to, const std::string& frac) {
-      if (to >= 0 && from > to) return;
-      std::vector<std::string> parts = natural_range(from, to);
-      alts.push_back(sign + alternatives(parts) + frac);
-    };
-    if (!hi || *hi >= 0) {  // x >= 0: I in [max(lo, 0), hi]
-      const int64_t from = lo && *lo > 0 ? *lo : 0;
-      if (integer) {
-        add_range("", from, hi ? *hi : -1, "");
-      } else {
-        if (!hi) {
-          add_range("", from, -1, any_frac);
-        } else {
-          if (*hi > from) add_range("", from, *hi - 1, any_frac);
-          add_range("", *hi, *hi, zero_frac);
-        }
-      }
-    }
-    if (!lo || *lo < 0) {  // x < 0: magnitude I in [max(-hi, 0), -lo]
-      const int64_t from = hi && *hi < 0 ? -*hi : 0;
-      const int64_t to = lo ? -*lo : -1;
-      if (integer) {
-        add_range("\"-\" ", std::max<int64_t>(from, 1), to, "");
-      } else if (to < 0) {
-        add_range("\"-\" ", from, -1, any_frac);
-      } else {
-        if (to > from) add_range("\"-\" ", from, to - 1, any_frac);
-        add_range("\"-\" ", to, to, zero_frac);
-      }
-    }
-    if (alts.empty()) return error(path, "the bounds leave no number");
-    return add_rule(hint, alternatives(alts));
+    // No exponent when bounded: the grammar compares digits.
+    std::optional<std::string> body = bounded_number_gbnf(lo, hi, integer);
+    if (!body) return error(path, "the bounds leave no number");
+    return add_rule(hint, *body);
   }
 
   Result<std::string> array_expr(const ojson& s, const std::string& hint, const std::string& path, int depth) {
@@ -513,7 +440,7 @@ class SchemaWriter {
         const std::string member = p.key + " ws \":\" ws " + p.value + " ws";
         std::vector<std::string> alts{(comma ? "\",\" ws " : "") + member + " " + rest[i + 1][1]};
         if (!p.required) alts.push_back(rest[i + 1][comma]);
-        rest[i][comma] = add_rule(hint + "-from-" + std::to_string(i) + (comma ? "-c" : ""), alternatives(alts));
+        rest[i][comma] = add_rule(hint + "-from-" + std::to_string(i) + (comma ? "-c" : ""), gbnf_alternatives(alts));
       }
     }
     return add_rule(hint, "\"{\" ws " + rest[0][0] + " \"}\"");

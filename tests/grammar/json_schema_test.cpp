@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 
 #include "grammar/matcher.h"
@@ -153,7 +154,75 @@ TEST(JsonSchemaTest, NumberBoundsHoldForFractions) {
                   {"-5.01", "-6", "10.5", "11", "1e3"});
   expect_language(R"({"type":"number","minimum":2})", {"2", "2.5", "300.25"}, {"1.99", "-2"});
   expect_language(R"({"type":"number","maximum":-2})", {"-2", "-2.0", "-3.5", "-100"}, {"-1.5", "0", "-2.5e1"});
-  EXPECT_NE(schema_error(R"({"type":"number","minimum":0.5})").find("whole-number bounds"), std::string::npos);
+}
+
+// The number k/1000 as JSON writes it: "-1.25" (every fraction digit it
+// has, trailing zeros kept when `padded`: "-1.250").
+std::string thousandths(int k, bool padded) {
+  std::string out = k < 0 ? "-" : "";
+  const int m = std::abs(k);
+  out += std::to_string(m / 1000);
+  std::string fraction = std::to_string(1000 + m % 1000).substr(1);
+  if (!padded) {
+    while (!fraction.empty() && fraction.back() == '0') fraction.pop_back();
+  }
+  return fraction.empty() ? out : out + "." + fraction;
+}
+
+// Fractional and exclusive bounds, on numbers and integers: every multiple
+// of 0.001 over a range (written both ways) is inside exactly when the
+// arithmetic says so.
+TEST(JsonSchemaTest, DecimalBoundsAreExact) {
+  struct Case {
+    const char* keywords;  // the bounds, as JSON
+    int lo, hi;            // in thousandths; kNone = unbounded
+    bool lo_in, hi_in;
+  };
+  constexpr int kNone = 1 << 30;
+  const std::vector<Case> cases = {
+      {R"("minimum":0.5,"maximum":2.25)", 500, 2250, true, true},
+      {R"("exclusiveMinimum":-2.35,"exclusiveMaximum":-0.05)", -2350, -50, false, false},
+      {R"("exclusiveMinimum":0)", 0, kNone, false, true},
+      {R"("exclusiveMaximum":0)", -kNone, 0, true, false},
+      {R"("minimum":-1.125,"exclusiveMaximum":1.125)", -1125, 1125, true, false},
+      {R"("minimum":0.25,"maximum":0.75)", 250, 750, true, true},
+      {R"("minimum":1.2,"maximum":1.2)", 1200, 1200, true, true},
+      {R"("minimum":0.001,"exclusiveMaximum":0.002)", 1, 2, true, false},
+      {R"("minimum":-0.5,"exclusiveMinimum":-0.5,"maximum":3)", -500, 3000, false, true},
+      {R"("maximum":-1.5)", -kNone, -1500, true, true},
+  };
+  for (const Case& c : cases) {
+    for (const char* type : {"number", "integer"}) {
+      const std::string schema = std::string(R"({"type":")") + type + "\"," + c.keywords + "}";
+      const bool integer = type == std::string("integer");
+      const auto inside = [&](int k) {
+        const bool above = c.lo == -kNone || (c.lo_in ? k >= c.lo : k > c.lo);
+        const bool below = c.hi == kNone || (c.hi_in ? k <= c.hi : k < c.hi);
+        return above && below;
+      };
+      if (integer && c.lo != -kNone && c.hi != kNone) {
+        bool any = false;
+        for (int k = c.lo - c.lo % 1000 - 1000; k <= c.hi; k += 1000) any = any || inside(k);
+        if (!any) {  // no whole number between the bounds: refused, not a grammar of nothing
+          EXPECT_NE(schema_error(schema).find("leave no number"), std::string::npos) << schema;
+          continue;
+        }
+      }
+      const auto g = schema_grammar(schema);
+      ASSERT_NE(g, nullptr) << schema;
+      for (int k = -4000; k <= 4000; ++k) {
+        if (integer && k % 1000 != 0) continue;
+        ASSERT_EQ(grammar_matches(g, thousandths(k, false)), inside(k)) << schema << " " << thousandths(k, false);
+        if (!integer && k % 1000 != 0) {
+          ASSERT_EQ(grammar_matches(g, thousandths(k, true)), inside(k)) << schema << " " << thousandths(k, true);
+        }
+      }
+    }
+  }
+  expect_language(R"({"type":"number","minimum":0.1})", {"0.1", "0.1000000000000001", "0.2"}, {"0.0999999999999999"});
+  EXPECT_NE(schema_error(R"({"type":"number","minimum":1e-20})").find("more than 16 digits"), std::string::npos);
+  EXPECT_NE(schema_error(R"({"type":"number","minimum":1.5,"exclusiveMaximum":1.5})").find("leave no number"),
+            std::string::npos);
 }
 
 TEST(JsonSchemaTest, WhitespacePolicy) {
