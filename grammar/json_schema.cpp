@@ -33,7 +33,7 @@ const std::set<std::string>& supported() {
       "type",     "properties", "required",  "additionalProperties", "enum",     "const",     "anyOf",
       "allOf",      "$ref",      "items",                "prefixItems", "minItems", "maxItems",
       "minLength", "maxLength", "pattern",   "format",               "minimum",  "maximum",   "exclusiveMinimum",
-      "exclusiveMaximum"};
+      "exclusiveMaximum", "multipleOf"};
   return k;
 }
 
@@ -134,10 +134,16 @@ class SchemaWriter {
     return name;
   }
 
-  std::string add_rule(const std::string& hint, std::string body) {
+  // A rule name from `hint` that no rule has yet, now taken.
+  std::string unique_name(const std::string& hint) {
     std::string name = rule_name(hint);
     for (int i = 1; taken_.count(name) != 0; ++i) name = rule_name(hint) + "-" + std::to_string(i);
     taken_.insert(name);
+    return name;
+  }
+
+  std::string add_rule(const std::string& hint, std::string body) {
+    std::string name = unique_name(hint);
     rules_.emplace_back(name, std::move(body));
     return name;
   }
@@ -216,7 +222,7 @@ class SchemaWriter {
     for (const char* k : {"minLength", "maxLength", "pattern", "format"}) {
       if (s.contains(k)) return "string";
     }
-    for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+    for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}) {
       if (s.contains(k)) return "number";
     }
     return "any";
@@ -337,9 +343,34 @@ class SchemaWriter {
     LG_ASSIGN_OR_RETURN(std::optional<NumberBound> xhi, bound(s, "exclusiveMaximum", false, path));
     lo = tighter(lo, xlo, /*lower=*/true);
     hi = tighter(hi, xhi, /*lower=*/false);
-    if (!lo && !hi) return primitive(integer ? "json-int" : "json-number");
+    int fraction_digits = kMaxBoundDigits;
+    if (s.contains("multipleOf")) {
+      auto step = decimal_from_json(s["multipleOf"]);
+      if (!step.is_ok()) return error(path, "multipleOf " + step.status().message());
+      if (step->negative || (step->integer == "0" && step->fraction.empty())) {
+        return error(path, "multipleOf must be above 0");
+      }
+      if (step->fraction.empty()) {  // whole multiples (of a number too: they are whole numbers)
+        auto multiples = multiples_gbnf(std::stoll(step->integer), lo, hi, unique_name(hint + "-mult"));
+        if (!multiples.is_ok()) return error(path, multiples.status().message());
+        for (auto& [name, body] : multiples->rules) {
+          taken_.insert(name);
+          rules_.emplace_back(std::move(name), std::move(body));
+        }
+        return add_rule(hint, multiples->expr);
+      }
+      // 0.1, 0.01, ...: at most that many digits after the point.
+      const bool power_of_ten = step->integer == "0" && step->fraction.back() == '1' &&
+                                step->fraction.find_first_not_of('0') == step->fraction.size() - 1;
+      if (!power_of_ten) {
+        return error(path, "multipleOf " + s["multipleOf"].dump() +
+                               " is supported as a whole number or a power of ten (0.1, 0.01, ...)");
+      }
+      fraction_digits = static_cast<int>(step->fraction.size());
+    }
+    if (!lo && !hi && fraction_digits == kMaxBoundDigits) return primitive(integer ? "json-int" : "json-number");
     // No exponent when bounded: the grammar compares digits.
-    std::optional<std::string> body = bounded_number_gbnf(lo, hi, integer);
+    std::optional<std::string> body = bounded_number_gbnf(lo, hi, integer, fraction_digits);
     if (!body) return error(path, "the bounds leave no number");
     return add_rule(hint, *body);
   }

@@ -6,8 +6,8 @@
 // schema, $ref into $defs / definitions (recursive too), items, prefixItems,
 // minItems / maxItems, string minLength / maxLength / pattern / format
 // (date, time, date-time, uuid, email), integer and number minimum /
-// maximum / exclusiveMinimum / exclusiveMaximum, fractional bounds too
-// (grammar/number_range.h). Any other
+// maximum / exclusiveMinimum / exclusiveMaximum, fractional bounds too,
+// and multipleOf (whole steps, or 0.1, 0.01, ...: grammar/number_range.h). Any other
 // keyword that constrains values is refused naming it; annotations (title,
 // description, default, examples, ...) are ignored. oneOf is refused: "exactly
 // one" cannot be kept by a grammar of alternatives (an instance matching two

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 
 namespace loragate::grammar {
 namespace {
@@ -116,9 +117,9 @@ std::vector<std::string> fraction_alts(const FractionBound* lo, const FractionBo
 // The fraction part after an integer part at the bounds: "" (none may
 // follow), an optional or a required "." with digits, or nullopt (no
 // fraction keeps the number inside).
-std::optional<std::string> fraction_suffix(const FractionBound* lo, const FractionBound* hi) {
+std::optional<std::string> fraction_suffix(const FractionBound* lo, const FractionBound* hi, int digits) {
   bool empty_ok = false;
-  const std::vector<std::string> alts = fraction_alts(lo, hi, kMaxBoundDigits, &empty_ok);
+  const std::vector<std::string> alts = fraction_alts(lo, hi, digits, &empty_ok);
   if (alts.empty()) return empty_ok ? std::optional<std::string>("") : std::nullopt;
   const std::string body = "\".\" " + gbnf_alternatives(alts);
   return empty_ok ? " ( " + body + " )?" : " " + body;
@@ -132,25 +133,29 @@ struct Magnitude {
 
 std::string integer_literal(int64_t i) { return "\"" + std::to_string(i) + "\""; }
 
-// Alternatives for the magnitudes m (integer part, optional fraction) with lo <= m <= hi.
-void magnitudes(const std::optional<Magnitude>& lo, const std::optional<Magnitude>& hi, std::vector<std::string>& out) {
+// Alternatives for the magnitudes m (integer part, optional fraction of at
+// most `digits` digits) with lo <= m <= hi.
+void magnitudes(const std::optional<Magnitude>& lo, const std::optional<Magnitude>& hi, int digits,
+                std::vector<std::string>& out) {
   if (lo && hi && lo->integer > hi->integer) return;
   if (lo && hi && lo->integer == hi->integer) {
-    if (auto suffix = fraction_suffix(&lo->fraction, &hi->fraction)) out.push_back(integer_literal(lo->integer) + *suffix);
+    if (auto suffix = fraction_suffix(&lo->fraction, &hi->fraction, digits)) {
+      out.push_back(integer_literal(lo->integer) + *suffix);
+    }
     return;
   }
   if (lo) {
-    if (auto suffix = fraction_suffix(&lo->fraction, nullptr)) out.push_back(integer_literal(lo->integer) + *suffix);
+    if (auto suffix = fraction_suffix(&lo->fraction, nullptr, digits)) out.push_back(integer_literal(lo->integer) + *suffix);
   }
   const int64_t from = lo ? lo->integer + 1 : 0;
-  const std::string any_fraction = " ( \".\" " + any_digits(1, kMaxBoundDigits) + " )?";
+  const std::string any_fraction = digits == 0 ? "" : " ( \".\" " + any_digits(1, digits) + " )?";
   if (!hi) {
     out.push_back(gbnf_alternatives(natural_range(from, -1)) + any_fraction);
   } else if (from <= hi->integer - 1) {
     out.push_back(gbnf_alternatives(natural_range(from, hi->integer - 1)) + any_fraction);
   }
   if (hi) {
-    if (auto suffix = fraction_suffix(nullptr, &hi->fraction)) out.push_back(integer_literal(hi->integer) + *suffix);
+    if (auto suffix = fraction_suffix(nullptr, &hi->fraction, digits)) out.push_back(integer_literal(hi->integer) + *suffix);
   }
 }
 
@@ -158,9 +163,9 @@ Magnitude magnitude_of(const NumberBound& b) {
   return {std::stoll(b.value.integer), {b.value.fraction, b.inclusive}};
 }
 
-// The signed whole numbers a bound lets through: the least at or above a
-// lower bound, the greatest at or below an upper one.
-int64_t whole_bound(const NumberBound& b, bool lower) {
+}  // namespace
+
+int64_t whole_number_bound(const NumberBound& b, bool lower) {
   const int64_t i = std::stoll(b.value.integer);
   const int64_t signed_i = b.value.negative ? -i : i;
   if (b.value.fraction.empty()) return b.inclusive ? signed_i : signed_i + (lower ? 1 : -1);
@@ -168,6 +173,8 @@ int64_t whole_bound(const NumberBound& b, bool lower) {
   if (lower) return b.value.negative ? signed_i : signed_i + 1;
   return b.value.negative ? signed_i - 1 : signed_i;
 }
+
+namespace {
 
 // Whole numbers in [lo, hi] (an absent bound does not bound).
 std::vector<std::string> integer_alts(std::optional<int64_t> lo, std::optional<int64_t> hi) {
@@ -184,7 +191,74 @@ std::vector<std::string> integer_alts(std::optional<int64_t> lo, std::optional<i
   return alts;
 }
 
+int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0); }
+
+// The positive multiples of `step`, no leading zeros: rule `prefix`-r takes
+// the digits that bring remainder r to 0 (r = 0 may also end there).
+std::string positive_multiples(int64_t step, const std::string& prefix, MultiplesGbnf* out) {
+  const auto state = [&](int64_t r) { return prefix + "-" + std::to_string(r); };
+  // The digits of `from` going to each remainder, as classes.
+  const auto steps_from = [&](int64_t r, char first_digit) {
+    std::map<int64_t, std::string> digits_to;
+    for (char d = first_digit; d <= '9'; ++d) digits_to[(r * 10 + (d - '0')) % step] += d;
+    std::vector<std::string> alts;
+    for (const auto& [to, digits] : digits_to) alts.push_back((digits.size() == 1 ? "\"" + digits + "\"" : "[" + digits + "]") + " " + state(to));
+    return alts;
+  };
+  if (out->rules.empty()) {
+    for (int64_t r = 0; r < step; ++r) {
+      std::vector<std::string> alts = steps_from(r, '0');
+      if (r == 0) alts.push_back("\"\"");
+      out->rules.emplace_back(state(r), gbnf_alternatives(alts));
+    }
+  }
+  return gbnf_alternatives(steps_from(0, '1'));
+}
+
 }  // namespace
+
+Result<MultiplesGbnf> multiples_gbnf(int64_t step, const std::optional<NumberBound>& lo,
+                                     const std::optional<NumberBound>& hi, const std::string& prefix) {
+  // Plain values beside flags (an optional<int64_t> here trips GCC's maybe-uninitialized).
+  const bool has_low = lo.has_value(), has_high = hi.has_value();
+  const int64_t low = has_low ? whole_number_bound(*lo, true) : 0;
+  const int64_t high = has_high ? whole_number_bound(*hi, false) : 0;
+  MultiplesGbnf out;
+  std::vector<std::string> alts;
+  // The multiples in [a, b], listed (false when there are too many).
+  const auto list = [&](int64_t a, int64_t b) {
+    const int64_t first = -floor_div(-a, step) * step, last = floor_div(b, step) * step;
+    if (first <= last && (last - first) / step >= kMaxListedMultiples) return false;
+    for (int64_t m = first; m <= last; m += step) alts.push_back("\"" + std::to_string(m) + "\"");
+    return true;
+  };
+  const std::string too_many = "multipleOf " + std::to_string(step) + ": more than " +
+                               std::to_string(kMaxListedMultiples) + " multiples between the bounds";
+  if (has_low && has_high) {
+    if (!list(low, high)) return Status::invalid_argument(too_many);
+  } else {
+    if (step > 1000) {
+      return Status::invalid_argument("multipleOf " + std::to_string(step) + " above 1000 needs both bounds");
+    }
+    if (!has_high) {  // the positive multiples, and those in [low, 0]
+      if (has_low && low > step) {
+        return Status::invalid_argument("multipleOf with a lower bound above the step needs an upper bound too");
+      }
+      alts.push_back(positive_multiples(step, prefix, &out));
+      if (!list(has_low ? low : 0, 0)) return Status::invalid_argument(too_many);
+    }
+    if (!has_low) {  // the negative multiples, and those in [0, high]
+      if (has_high && high < -step) {
+        return Status::invalid_argument("multipleOf with an upper bound below minus the step needs a lower bound too");
+      }
+      alts.push_back("\"-\" " + positive_multiples(step, prefix, &out));
+      if (has_high && !list(0, high)) return Status::invalid_argument(too_many);
+    }
+  }
+  if (alts.empty()) return Status::invalid_argument("no multiple of " + std::to_string(step) + " lies between the bounds");
+  out.expr = gbnf_alternatives(alts);
+  return out;
+}
 
 std::string gbnf_alternatives(const std::vector<std::string>& alts) {
   if (alts.size() == 1) return alts.front();
@@ -240,17 +314,18 @@ Result<Decimal> decimal_from_json(const ojson& value) {
 }
 
 std::optional<std::string> bounded_number_gbnf(const std::optional<NumberBound>& lo,
-                                               const std::optional<NumberBound>& hi, bool integer) {
+                                               const std::optional<NumberBound>& hi, bool integer,
+                                               int fraction_digits) {
   std::vector<std::string> alts;
   if (integer) {
-    alts = integer_alts(lo ? std::optional<int64_t>(whole_bound(*lo, true)) : std::nullopt,
-                        hi ? std::optional<int64_t>(whole_bound(*hi, false)) : std::nullopt);
+    alts = integer_alts(lo ? std::optional<int64_t>(whole_number_bound(*lo, true)) : std::nullopt,
+                        hi ? std::optional<int64_t>(whole_number_bound(*hi, false)) : std::nullopt);
   } else {
     if (!hi || !hi->value.negative) {  // x >= 0: its magnitude between lo (when not negative) and hi
       std::optional<Magnitude> m_lo, m_hi;
       if (lo && !lo->value.negative) m_lo = magnitude_of(*lo);
       if (hi) m_hi = magnitude_of(*hi);
-      magnitudes(m_lo, m_hi, alts);
+      magnitudes(m_lo, m_hi, fraction_digits, alts);
     }
     if (!lo || lo->value.negative) {  // x < 0: "-" and a magnitude above 0 (or |hi|), up to |lo|
       Magnitude m_lo{0, {"", /*inclusive=*/false}};
@@ -258,7 +333,7 @@ std::optional<std::string> bounded_number_gbnf(const std::optional<NumberBound>&
       std::optional<Magnitude> m_hi;
       if (lo) m_hi = magnitude_of(*lo);
       std::vector<std::string> negative;
-      magnitudes(m_lo, m_hi, negative);
+      magnitudes(m_lo, m_hi, fraction_digits, negative);
       for (const std::string& m : negative) alts.push_back("\"-\" " + m);
     }
   }

@@ -9,8 +9,10 @@
 // Stateless; thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -40,10 +42,30 @@ struct NumberBound {
 };
 
 // The GBNF expression for the numbers (`integer`: whole numbers only) x with
-// lo <= x (lo < x when exclusive) and x <= hi; an absent bound does not
-// bound. nullopt when no number lies between them.
+// lo <= x (lo < x when exclusive) and x <= hi, written with at most
+// `fraction_digits` digits after the point; an absent bound does not bound.
+// nullopt when no number lies between them.
 std::optional<std::string> bounded_number_gbnf(const std::optional<NumberBound>& lo,
-                                               const std::optional<NumberBound>& hi, bool integer);
+                                               const std::optional<NumberBound>& hi, bool integer,
+                                               int fraction_digits = kMaxBoundDigits);
+
+// The least whole number inside a lower bound, or the greatest inside an upper one.
+int64_t whole_number_bound(const NumberBound& bound, bool lower);
+
+// GBNF for the whole multiples of `step` (>= 1) between the bounds: an
+// expression and the rules it names (named `prefix`-N). The multiples are
+// listed when both bounds are given and at most kMaxListedMultiples lie
+// between; without an upper (lower) bound the positive (negative) ones are
+// recognised digit by digit, by the remainder so far (step <= 1000), and a
+// finite bound on the other side may then only be below step in magnitude
+// or list at most kMaxListedMultiples. Anything else is an error.
+inline constexpr int64_t kMaxListedMultiples = 1024;
+struct MultiplesGbnf {
+  std::string expr;
+  std::vector<std::pair<std::string, std::string>> rules;
+};
+Result<MultiplesGbnf> multiples_gbnf(int64_t step, const std::optional<NumberBound>& lo,
+                                     const std::optional<NumberBound>& hi, const std::string& prefix);
 
 // GBNF alternatives: `( a | b )`, or the one alternative alone.
 std::string gbnf_alternatives(const std::vector<std::string>& alts);
