@@ -119,10 +119,26 @@ class SchemaWriter {
         // of at most 54 bytes (under RFC 5321's 64; no leading, trailing or
         // doubled dots), host labels that start and end with a letter or digit.
         {"fmt-email",
-         "fmt-email-atom{1,32} ( \".\" fmt-email-atom{1,10} ){0,2} \"@\" fmt-email-label ( \".\" fmt-email-label ){0,8} "
+         "fmt-email-atom{1,32} ( \".\" fmt-email-atom{1,10} ){0,2} \"@\" fmt-host-label ( \".\" fmt-host-label ){0,8} "
          "\".\" [A-Za-z]{2,24}"},
         {"fmt-email-atom", "[A-Za-z0-9_%+\\x2D]"},
-        {"fmt-email-label", "[A-Za-z0-9]{1,20} ( \"-\" [A-Za-z0-9]{1,20} ){0,2}"},
+        // RFC 1123 host names: dot-separated labels of at most 62 bytes (under
+        // 63) that start and end with a letter or digit; at most 9 labels.
+        {"fmt-hostname", "fmt-host-label ( \".\" fmt-host-label ){0,8}"},
+        {"fmt-host-label", "[A-Za-z0-9]{1,20} ( \"-\" [A-Za-z0-9]{1,20} ){0,2}"},
+        // Dotted quads without leading zeros.
+        {"fmt-ipv4", "fmt-ipv4-octet ( \".\" fmt-ipv4-octet ){3}"},
+        {"fmt-ipv4-octet", "\"25\" [0-5] | \"2\" [0-4] [0-9] | \"1\" [0-9] [0-9] | [1-9] [0-9] | [0-9]"},
+        // The full form: eight groups of 1-4 hex digits (no "::" shortening).
+        {"fmt-ipv6", "[0-9a-f]{1,4} ( \":\" [0-9a-f]{1,4} ){7}"},
+        // ISO 8601 durations as RFC 3339's appendix A writes them: P1Y2M3DT4H5M6S, PT30M, P2W.
+        {"fmt-duration", "\"P\" ( fmt-dur-date fmt-dur-time? | fmt-dur-time | [0-9]{1,9} \"W\" )"},
+        {"fmt-dur-date",
+         "[0-9]{1,9} \"D\" | [0-9]{1,9} \"M\" ( [0-9]{1,9} \"D\" )? | "
+         "[0-9]{1,9} \"Y\" ( [0-9]{1,9} \"M\" ( [0-9]{1,9} \"D\" )? )?"},
+        {"fmt-dur-time",
+         "\"T\" ( [0-9]{1,9} \"H\" ( [0-9]{1,9} \"M\" ( [0-9]{1,9} \"S\" )? )? | [0-9]{1,9} \"M\" ( [0-9]{1,9} \"S\" )? | "
+         "[0-9]{1,9} \"S\" )"},
     };
     if (primitives_.count(name) == 0) {
       primitives_[name] = kBodies.at(name);
@@ -285,8 +301,12 @@ class SchemaWriter {
     if (s.contains("format")) {
       if (!s["format"].is_string()) return error(path, "format must be a string");
       const std::string f = s["format"].get<std::string>();
-      if (f != "date" && f != "time" && f != "date-time" && f != "uuid" && f != "email") {
-        return error(path, "format '" + f + "' is not supported (date, time, date-time, uuid, email are)");
+      static const std::set<std::string> kFormats = {"date", "time",     "date-time", "duration", "uuid",
+                                                     "email", "hostname", "ipv4",      "ipv6"};
+      if (kFormats.count(f) == 0) {
+        return error(path, "format '" + f +
+                               "' is not supported (date, time, date-time, duration, uuid, email, hostname, ipv4, "
+                               "ipv6 are)");
       }
       if (has_length || s.contains("pattern")) return error(path, "format together with minLength/maxLength/pattern is not supported");
       return "\"\\\"\" " + primitive("fmt-" + f) + " \"\\\"\"";

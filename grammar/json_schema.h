@@ -5,7 +5,7 @@
 // additionalProperties, enum, const, anyOf, allOf of one
 // schema, $ref into $defs / definitions (recursive too), items, prefixItems,
 // minItems / maxItems, string minLength / maxLength / pattern / format
-// (date, time, date-time, uuid, email), integer and number minimum /
+// (date, time, date-time, duration, uuid, email, hostname, ipv4, ipv6), integer and number minimum /
 // maximum / exclusiveMinimum / exclusiveMaximum, fractional bounds too,
 // and multipleOf (whole steps, or 0.1, 0.01, ...: grammar/number_range.h). Any other
 // keyword that constrains values is refused naming it; annotations (title,

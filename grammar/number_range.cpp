@@ -193,26 +193,42 @@ std::vector<std::string> integer_alts(std::optional<int64_t> lo, std::optional<i
 
 int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0); }
 
-// The positive multiples of `step`, no leading zeros: rule `prefix`-r takes
-// the digits that bring remainder r to 0 (r = 0 may also end there).
+// The positive multiples of `step` of at most kMaxBoundDigits digits, no
+// leading zeros (bounded like every number here, so that a sequence that
+// keeps writing digits still ends). Rule `prefix`-r-n takes n digits or
+// fewer that bring remainder r to 0; the rules that can are the ones written.
 std::string positive_multiples(int64_t step, const std::string& prefix, MultiplesGbnf* out) {
-  const auto state = [&](int64_t r) { return prefix + "-" + std::to_string(r); };
-  // The digits of `from` going to each remainder, as classes.
-  const auto steps_from = [&](int64_t r, char first_digit) {
+  const int kDigits = kMaxBoundDigits;
+  const auto state = [&](int64_t r, int n) { return prefix + "-" + std::to_string(r) + "-" + std::to_string(n); };
+  // reachable[n][r]: some n digits or fewer bring remainder r to 0.
+  std::vector<std::vector<bool>> reachable(kDigits, std::vector<bool>(static_cast<size_t>(step), false));
+  const auto next = [&](int64_t r, char d) { return (r * 10 + (d - '0')) % step; };
+  // The steps from remainder r with n digits left, grouped by where they go.
+  const auto steps_from = [&](int64_t r, int n, char first_digit) {
     std::map<int64_t, std::string> digits_to;
-    for (char d = first_digit; d <= '9'; ++d) digits_to[(r * 10 + (d - '0')) % step] += d;
+    for (char d = first_digit; d <= '9'; ++d) {
+      if (reachable[static_cast<size_t>(n - 1)][static_cast<size_t>(next(r, d))]) digits_to[next(r, d)] += d;
+    }
     std::vector<std::string> alts;
-    for (const auto& [to, digits] : digits_to) alts.push_back((digits.size() == 1 ? "\"" + digits + "\"" : "[" + digits + "]") + " " + state(to));
+    for (const auto& [to, digits] : digits_to) {
+      alts.push_back((digits.size() == 1 ? "\"" + digits + "\"" : "[" + digits + "]") + " " + state(to, n - 1));
+    }
     return alts;
   };
-  if (out->rules.empty()) {
+  // The rules are written once, for the positive and the negative multiples both.
+  const bool write = out->rules.empty();
+  reachable[0][0] = true;
+  if (write) out->rules.emplace_back(state(0, 0), "\"\"");
+  for (int n = 1; n < kDigits; ++n) {
     for (int64_t r = 0; r < step; ++r) {
-      std::vector<std::string> alts = steps_from(r, '0');
+      std::vector<std::string> alts = steps_from(r, n, '0');
       if (r == 0) alts.push_back("\"\"");
-      out->rules.emplace_back(state(r), gbnf_alternatives(alts));
+      if (alts.empty()) continue;
+      reachable[static_cast<size_t>(n)][static_cast<size_t>(r)] = true;
+      if (write) out->rules.emplace_back(state(r, n), gbnf_alternatives(alts));
     }
   }
-  return gbnf_alternatives(steps_from(0, '1'));
+  return gbnf_alternatives(steps_from(0, kDigits, '1'));
 }
 
 }  // namespace
@@ -237,8 +253,9 @@ Result<MultiplesGbnf> multiples_gbnf(int64_t step, const std::optional<NumberBou
   if (has_low && has_high) {
     if (!list(low, high)) return Status::invalid_argument(too_many);
   } else {
-    if (step > 1000) {
-      return Status::invalid_argument("multipleOf " + std::to_string(step) + " above 1000 needs both bounds");
+    if (step > kMaxOpenStep) {
+      return Status::invalid_argument("multipleOf " + std::to_string(step) + " above " + std::to_string(kMaxOpenStep) +
+                                      " needs both bounds");
     }
     if (!has_high) {  // the positive multiples, and those in [low, 0]
       if (has_low && low > step) {

@@ -56,10 +56,11 @@ int64_t whole_number_bound(const NumberBound& bound, bool lower);
 // expression and the rules it names (named `prefix`-N). The multiples are
 // listed when both bounds are given and at most kMaxListedMultiples lie
 // between; without an upper (lower) bound the positive (negative) ones are
-// recognised digit by digit, by the remainder so far (step <= 1000), and a
+// recognised digit by digit, by the remainder so far (step <= kMaxOpenStep), and a
 // finite bound on the other side may then only be below step in magnitude
 // or list at most kMaxListedMultiples. Anything else is an error.
 inline constexpr int64_t kMaxListedMultiples = 1024;
+inline constexpr int64_t kMaxOpenStep = 100;  // its rules: a remainder and a digit count each
 struct MultiplesGbnf {
   std::string expr;
   std::vector<std::pair<std::string, std::string>> rules;

@@ -86,6 +86,20 @@ const std::vector<std::string>& validation_schemas() {
           "minItems": 2, "maxItems": 5})",
       R"({"type": "array", "items": {"type": "number", "minimum": -2, "maximum": 3}, "minItems": 2, "maxItems": 5})",
       R"({"type": "array", "items": {"type": "number"}, "minItems": 1, "maxItems": 3})",
+      // fractional and exclusive number bounds; whole multipleOf (open-ended and listed). A
+      // power-of-ten multipleOf (0.01) is left to tests/grammar: python's float division
+      // calls 0.07 no multiple of 0.01.
+      R"({"type": "array", "items": {"type": "number", "exclusiveMinimum": -0.75, "maximum": 2.5},
+          "minItems": 2, "maxItems": 5})",
+      R"({"type": "array", "items": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 0.5},
+          "minItems": 1, "maxItems": 3})",
+      R"({"type": "object", "properties": {"a": {"type": "integer", "multipleOf": 7},
+          "b": {"type": "integer", "multipleOf": 25, "minimum": -100, "maximum": 300},
+          "c": {"type": "number", "multipleOf": 4, "exclusiveMinimum": 0}},
+          "required": ["a", "b", "c"], "additionalProperties": false})",
+      // the network formats
+      R"({"type": "array", "items": {"type": "string", "format": "ipv4"}, "minItems": 1, "maxItems": 3})",
+      R"({"type": "array", "items": {"type": "string", "format": "ipv6"}, "minItems": 1, "maxItems": 2})",
       // nested objects and arrays
       R"({"type": "object", "properties": {"user": {"type": "object", "properties": {
           "name": {"type": "string", "maxLength": 8}, "admin": {"type": "boolean"}}, "required": ["name"],
