@@ -387,15 +387,15 @@ class AllOfMerger {
 
     // enum / const: the values every member allows.
     std::optional<std::vector<ojson>> values;
-    bool any_enum = false;
+    bool any_const = false;
     for (const ojson& s : schemas) {
       for (const char* key : {"const", "enum"}) {
         if (!s.contains(key)) continue;
         std::vector<ojson> allowed;
         if (std::string(key) == "const") {
+          any_const = true;
           allowed.push_back(s.at(key));
         } else {
-          any_enum = true;
           const ojson& e = s.at(key);
           if (!e.is_array() || e.empty()) return comb_error("'enum' must be a non-empty array");
           allowed.assign(e.begin(), e.end());
@@ -483,7 +483,7 @@ class AllOfMerger {
         return ojson(false);
       }
       ordered = ojson::object();
-      if (kept.size() == 1 && !any_enum) {
+      if (kept.size() == 1 && any_const) {
         ordered["const"] = kept[0];
       } else {
         ordered["enum"] = ojson(kept);
@@ -644,7 +644,7 @@ class AllOfMerger {
     ojson branches = ojson::array();
     for (const ojson& branch : any_of) {
       std::string why;
-      LG_ASSIGN_OR_RETURN(ojson merged, merge_members({branch, rest}, depth + 1, refs, why));
+      LG_ASSIGN_OR_RETURN(ojson merged, merge_members({rest, branch}, depth + 1, refs, why));
       if (!comb_is_false(merged)) branches.push_back(std::move(merged));
     }
     if (branches.empty()) {
