@@ -239,9 +239,15 @@ class AllOfMerger {
   Result<ojson> merge(const ojson& schema, std::string& why_empty) {
     const ojson& list = schema.at("allOf");
     if (!list.is_array() || list.empty()) return comb_error("allOf must be a non-empty array");
-    std::vector<ojson> members{schema};
-    members.front().erase("allOf");
+    // The siblings count as one member, before the allOf's members unless the
+    // allOf comes first (property order follows the schema's text).
+    ojson siblings = schema;
+    siblings.erase("allOf");
+    const bool all_of_first = schema.begin().key() == "allOf";
+    std::vector<ojson> members;
+    if (!all_of_first) members.push_back(siblings);
     for (const ojson& m : list) members.push_back(m);
+    if (all_of_first) members.push_back(siblings);
     return merge_members(members, 0, 0, why_empty);
   }
 

@@ -103,6 +103,13 @@ TEST(SchemaCombinatorsTest, PropertiesUniteInFirstAppearanceOrderAndRequiredUnit
       "required":["b","c"]})").dump());
 }
 
+TEST(SchemaCombinatorsTest, SiblingsOfAllOfComeWhereTheyStand) {
+  EXPECT_EQ(comb_merged_ok(R"({"allOf":[{"properties":{"a":{}}}],"properties":{"b":{}}})").dump(),
+            R"({"properties":{"a":{},"b":{}}})");
+  EXPECT_EQ(comb_merged_ok(R"({"properties":{"b":{}},"allOf":[{"properties":{"a":{}}}]})").dump(),
+            R"({"properties":{"b":{},"a":{}}})");
+}
+
 TEST(SchemaCombinatorsTest, AdditionalPropertiesFalseForbidsWhatItsMemberDoesNotList) {
   // The other member's properties are a subset: kept as they are.
   EXPECT_EQ(comb_merged_ok(R"({"allOf":[{"properties":{"a":{},"b":{}},"additionalProperties":false},
