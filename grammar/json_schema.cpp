@@ -10,6 +10,7 @@
 #include "grammar/gbnf.h"
 #include "grammar/number_range.h"
 #include "grammar/regex_grammar.h"
+#include "grammar/schema_combinators.h"
 
 namespace loragate::grammar {
 namespace {
@@ -33,7 +34,7 @@ const std::set<std::string>& supported() {
       "type",     "properties", "required",  "additionalProperties", "enum",     "const",     "anyOf",
       "allOf",      "$ref",      "items",                "prefixItems", "minItems", "maxItems",
       "minLength", "maxLength", "pattern",   "format",               "minimum",  "maximum",   "exclusiveMinimum",
-      "exclusiveMaximum", "multipleOf"};
+      "exclusiveMaximum", "multipleOf", "oneOf"};
   return k;
 }
 
@@ -178,6 +179,27 @@ class SchemaWriter {
       }
     }
     if (s.contains("$ref")) return reference(s, path, depth);
+    const ResolveRef resolve = [this](const std::string& ref) { return resolve_pointer(ref); };
+    // oneOf whose branches no value can match two of is anyOf; any other is refused.
+    if (s.contains("oneOf")) {
+      auto disjoint = one_of_branches_disjoint(s["oneOf"], resolve);
+      if (!disjoint.is_ok()) return error(path, "oneOf: " + disjoint.status().message());
+      if (!*disjoint) {
+        return error(path, "oneOf is supported only where no value can match two of its branches (then it is anyOf); "
+                           "this one could not be shown to be so");
+      }
+      ojson any = s;
+      any["anyOf"] = any["oneOf"];
+      any.erase("oneOf");
+      return expr(any, hint, path, depth + 1);
+    }
+    // allOf, and const / enum / anyOf with other constraints beside them (which
+    // apply too), become one schema that accepts exactly the intersection.
+    if (s.contains("allOf") || has_constraints_beside_choices(s)) {
+      auto merged = merge_all_of(s.contains("allOf") ? s : ojson{{"allOf", ojson::array({s})}}, resolve);
+      if (!merged.is_ok()) return error(path, merged.status().message());
+      return expr(*merged, hint, path, depth + 1);
+    }
     if (s.contains("const")) return literal(s["const"].dump());
     if (s.contains("enum")) {
       const ojson& e = s["enum"];
@@ -198,11 +220,6 @@ class SchemaWriter {
         alts.push_back(std::move(alt));
       }
       return add_rule(hint, gbnf_alternatives(alts));
-    }
-    if (s.contains("allOf")) {
-      const ojson& list = s["allOf"];
-      if (!list.is_array() || list.size() != 1) return error(path, "allOf is supported with exactly one schema");
-      return expr(list[0], hint, path + "/allOf/0", depth + 1);
     }
     std::vector<std::string> types;
     if (s.contains("type")) {
@@ -226,6 +243,31 @@ class SchemaWriter {
       alts.push_back(std::move(alt));
     }
     return gbnf_alternatives(alts);
+  }
+
+  // const, enum or anyOf with another constraining keyword beside it.
+  static bool has_constraints_beside_choices(const ojson& s) {
+    int choices = 0, others = 0;
+    for (const auto& [key, unused] : s.items()) {
+      if (key == "const" || key == "enum" || key == "anyOf") {
+        ++choices;
+      } else if (annotations().count(key) == 0) {
+        ++others;
+      }
+    }
+    return choices > 0 && choices + others > 1;
+  }
+
+  // The target of "#..." in the root, or nullptr.
+  const ojson* resolve_pointer(const std::string& ref) const {
+    if (!ref.starts_with("#")) return nullptr;
+    if (ref.size() == 1) return &root_;
+    try {
+      const ojson::json_pointer pointer(nlohmann::json::json_pointer(ref.substr(1)).to_string());
+      return root_.contains(pointer) ? &root_.at(pointer) : nullptr;
+    } catch (const nlohmann::json::exception&) {
+      return nullptr;
+    }
   }
 
   static std::string inferred_type(const ojson& s) {

@@ -2,17 +2,19 @@
 // parsed by the same front end as guided_grammar), `pattern`s are compiled
 // by the regex front end and spliced in. The subset covers OpenAI's strict
 // mode and more: type (and lists of types), properties / required /
-// additionalProperties, enum, const, anyOf, allOf of one
-// schema, $ref into $defs / definitions (recursive too), items, prefixItems,
-// minItems / maxItems, string minLength / maxLength / pattern / format
-// (date, time, date-time, duration, uuid, email, hostname, ipv4, ipv6), integer and number minimum /
-// maximum / exclusiveMinimum / exclusiveMaximum, fractional bounds too,
-// and multipleOf (whole steps, or 0.1, 0.01, ...: grammar/number_range.h). Any other
-// keyword that constrains values is refused naming it; annotations (title,
-// description, default, examples, ...) are ignored. oneOf is refused: "exactly
-// one" cannot be kept by a grammar of alternatives (an instance matching two
-// would be written), and the official test suite says as much. Properties come out in
-// the schema's order, so the schema must be parsed keeping it (ordered_json).
+// additionalProperties, enum, const, anyOf, allOf (merged into one schema,
+// grammar/schema_combinators.h), oneOf where no value can match two
+// branches (then it is anyOf; "exactly one" cannot be kept by a grammar of
+// alternatives otherwise), $ref into $defs / definitions (recursive too),
+// items, prefixItems, minItems / maxItems, string minLength / maxLength /
+// pattern / format (date, time, date-time, duration, uuid, email, hostname,
+// ipv4, ipv6), integer and number minimum / maximum / exclusiveMinimum /
+// exclusiveMaximum with fractional bounds too, and multipleOf (whole steps,
+// or 0.1, 0.01, ...: grammar/number_range.h). const, enum and anyOf obey the
+// keywords beside them. Any other keyword that constrains values is refused
+// naming it; annotations (title, description, default, examples, ...) are
+// ignored. Properties come out in the schema's order, so the schema must be
+// parsed keeping it (ordered_json).
 // Stateless; thread-safe.
 #pragma once
 

@@ -97,6 +97,16 @@ const std::vector<std::string>& validation_schemas() {
           "b": {"type": "integer", "multipleOf": 25, "minimum": -100, "maximum": 300},
           "c": {"type": "number", "multipleOf": 4, "exclusiveMinimum": 0}},
           "required": ["a", "b", "c"], "additionalProperties": false})",
+      // oneOf with a discriminator; allOf of several; choices with keywords beside them
+      R"({"type": "array", "minItems": 1, "maxItems": 3, "items": {"oneOf": [
+          {"type": "object", "properties": {"kind": {"const": "circle"}, "r": {"type": "integer", "minimum": 1, "maximum": 9}},
+           "required": ["kind", "r"], "additionalProperties": false},
+          {"type": "object", "properties": {"kind": {"const": "square"}, "side": {"type": "number", "maximum": 2.5}},
+           "required": ["kind", "side"], "additionalProperties": false}]}})",
+      R"({"allOf": [{"type": "object", "properties": {"id": {"type": "integer", "minimum": 1}}, "required": ["id"]},
+                    {"properties": {"id": {"maximum": 50}, "tag": {"type": "string", "enum": ["a", "b", 3]}},
+                     "required": ["tag"]}]})",
+      R"({"anyOf": [{"type": "integer"}, {"type": "string"}], "minimum": 10, "maximum": 20, "maxLength": 3})",
       // the network formats
       R"({"type": "array", "items": {"type": "string", "format": "ipv4"}, "minItems": 1, "maxItems": 3})",
       R"({"type": "array", "items": {"type": "string", "format": "ipv6"}, "minItems": 1, "maxItems": 2})",
