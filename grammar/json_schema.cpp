@@ -21,13 +21,6 @@ constexpr int kMaxSchemaDepth = 64;
 constexpr size_t kMaxSchemaGbnfBytes = 1 << 20;
 constexpr size_t kMaxRules = 4096;
 
-// Keywords that only annotate: accepted and ignored.
-const std::set<std::string>& annotations() {
-  static const std::set<std::string> k = {"title",    "description", "default",  "examples", "$schema", "$id",
-                                          "$comment", "deprecated",  "readOnly", "writeOnly", "$defs",  "definitions"};
-  return k;
-}
-
 // Keywords this compiler turns into grammar.
 const std::set<std::string>& supported() {
   static const std::set<std::string> k = {
@@ -174,7 +167,7 @@ class SchemaWriter {
     }
     if (!s.is_object()) return error(path, "a schema must be an object or a boolean");
     for (const auto& [key, unused] : s.items()) {
-      if (supported().count(key) == 0 && annotations().count(key) == 0) {
+      if (supported().count(key) == 0 && schema_annotations().count(key) == 0) {
         return error(path, "keyword '" + key + "' is not supported");
       }
     }
@@ -251,7 +244,7 @@ class SchemaWriter {
     for (const auto& [key, unused] : s.items()) {
       if (key == "const" || key == "enum" || key == "anyOf") {
         ++choices;
-      } else if (annotations().count(key) == 0) {
+      } else if (schema_annotations().count(key) == 0) {
         ++others;
       }
     }
@@ -288,7 +281,7 @@ class SchemaWriter {
 
   Result<std::string> reference(const ojson& s, const std::string& path, int depth) {
     if (s.size() != 1 && std::any_of(s.items().begin(), s.items().end(), [](const auto& kv) {
-          return kv.key() != "$ref" && annotations().count(kv.key()) == 0;
+          return kv.key() != "$ref" && schema_annotations().count(kv.key()) == 0;
         })) {
       return error(path, "$ref next to other keywords is not supported");
     }

@@ -7,6 +7,13 @@
 #include <vector>
 
 namespace loragate::grammar {
+
+const std::set<std::string>& schema_annotations() {
+  static const std::set<std::string> k = {"title",    "description", "default",  "examples",  "$schema", "$id",
+                                          "$comment", "deprecated",  "readOnly", "writeOnly", "$defs",   "definitions"};
+  return k;
+}
+
 namespace {
 
 using ojson = nlohmann::ordered_json;
@@ -14,20 +21,13 @@ using ojson = nlohmann::ordered_json;
 constexpr int kCombMaxRefs = 16;   // $ref hops followed along one path (recursive schemas stop here)
 constexpr int kCombMaxDepth = 64;  // nested merges, as the compiler's depth limit
 
-// Keywords that only annotate (dropped by a merge); $defs stay in the root, where refs point.
-const std::set<std::string>& comb_annotations() {
-  static const std::set<std::string> k = {"title",    "description", "default",  "examples",  "$schema", "$id",
-                                          "$comment", "deprecated",  "readOnly", "writeOnly", "$defs",   "definitions"};
-  return k;
-}
-
 // Keywords a merge understands (the compiler's subset).
 const std::set<std::string>& comb_mergeable() {
   static const std::set<std::string> k = {
       "type",      "properties", "required",  "additionalProperties", "enum",    "const",   "anyOf",
       "allOf",     "$ref",       "items",     "prefixItems",          "minItems", "maxItems", "minLength",
       "maxLength", "pattern",    "format",    "minimum",              "maximum", "exclusiveMinimum",
-      "exclusiveMaximum"};
+      "exclusiveMaximum", "multipleOf"};
   return k;
 }
 
@@ -154,7 +154,7 @@ Result<bool> comb_matches(const ojson& v, const ojson& s, const ResolveRef& reso
   if (s.is_boolean()) return s.get<bool>();
   if (!s.is_object()) return comb_error("a schema must be an object or a boolean");
   for (const auto& [key, k] : s.items()) {
-    if (comb_annotations().count(key) != 0) continue;
+    if (schema_annotations().count(key) != 0) continue;
     bool ok = true;
     if (key == "$ref") {
       if (refs >= kCombMaxRefs) return comb_error("$ref chains deeper than " + std::to_string(kCombMaxRefs) + " levels");
@@ -181,6 +181,13 @@ Result<bool> comb_matches(const ojson& v, const ojson& s, const ResolveRef& reso
       if (strings ? !v.is_string() : !v.is_array()) continue;
       const size_t n = strings ? comb_code_points(v.get<std::string>()) : v.size();
       ok = key.starts_with("min") ? n >= k.get<uint64_t>() : n <= k.get<uint64_t>();
+    } else if (key == "multipleOf") {
+      if (!v.is_number()) continue;
+      // Exact for whole numbers; a fraction is not checked here.
+      if (!v.is_number_integer() || !k.is_number_integer() || k.get<int64_t>() <= 0) {
+        return comb_error("cannot check an 'enum' value against 'multipleOf' " + k.dump());
+      }
+      ok = v.get<int64_t>() % k.get<int64_t>() == 0;
     } else if (key == "pattern" || key == "format") {
       if (v.is_string()) return comb_error("cannot check an 'enum' value against '" + key + "'");
     } else if (key == "prefixItems" || key == "items") {
@@ -262,7 +269,7 @@ class AllOfMerger {
     std::vector<ojson> out;
     for (ojson m : members) {
       if (m.is_object()) {
-        for (const std::string& a : comb_annotations()) m.erase(a);
+        for (const std::string& a : schema_annotations()) m.erase(a);
         if (m.empty()) continue;
       }
       if (m.is_boolean() && m.get<bool>()) continue;
@@ -306,7 +313,7 @@ class AllOfMerger {
     if (!s.is_object()) return comb_error("a member must be an object or a boolean");
     if (s.contains("$ref")) {
       for (const auto& [key, unused] : s.items()) {
-        if (key != "$ref" && comb_annotations().count(key) == 0) {
+        if (key != "$ref" && schema_annotations().count(key) == 0) {
           return comb_error("'$ref' next to other keywords is not supported");
         }
       }
@@ -320,7 +327,7 @@ class AllOfMerger {
     }
     ojson own = s;
     own.erase("allOf");
-    for (const std::string& a : comb_annotations()) own.erase(a);
+    for (const std::string& a : schema_annotations()) own.erase(a);
     if (!own.empty()) parts.push_back({std::move(own), refs});
     if (s.contains("allOf")) {
       const ojson& list = s.at("allOf");
@@ -440,6 +447,13 @@ class AllOfMerger {
           out[key] = *n;
         }
       }
+    }
+
+    // multipleOf: one value only (the least common multiple is not attempted).
+    for (const ojson* m : with("multipleOf")) {
+      if (!m->is_number()) return comb_error("'multipleOf' must be a number");
+      if (out.contains("multipleOf") && out["multipleOf"] != *m) return comb_error("cannot merge 'multipleOf' with 'multipleOf'");
+      out["multipleOf"] = *m;
     }
 
     // pattern, format: one value only (two regexes do not intersect into one).
@@ -678,7 +692,7 @@ class OneOfProver {
       if (!b.is_object()) return std::optional<ojson>(b);
       if (b.contains("$ref")) {
         for (const auto& [key, unused] : b.items()) {
-          if (key != "$ref" && comb_annotations().count(key) == 0) return std::optional<ojson>();
+          if (key != "$ref" && schema_annotations().count(key) == 0) return std::optional<ojson>();
         }
         Status error;
         const ojson* target = comb_resolve(resolve_, b.at("$ref"), error);
@@ -743,7 +757,7 @@ class OneOfProver {
   static bool plain_object_schema(const ojson& b) {
     if (!b.is_object()) return false;
     for (const auto& [key, unused] : b.items()) {
-      if (comb_annotations().count(key) == 0 && comb_mergeable().count(key) == 0) return false;
+      if (schema_annotations().count(key) == 0 && comb_mergeable().count(key) == 0) return false;
     }
     // The compiler reads only const / enum / anyOf when present.
     return !b.contains("const") && !b.contains("enum") && !b.contains("anyOf") && !b.contains("allOf") &&

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <functional>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +22,10 @@
 #include "common/status.h"
 
 namespace loragate::grammar {
+
+// Keywords that only annotate: ignored by the compiler, dropped by a merge
+// ($defs / definitions stay in the root, where refs point).
+const std::set<std::string>& schema_annotations();
 
 // The target of a "$ref" (e.g. "#/$defs/node") inside the root schema, or
 // nullptr when it points at nothing.

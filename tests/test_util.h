@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 namespace loragate::testing {
 
@@ -23,6 +24,9 @@ std::string make_temp_dir(const std::string& prefix);
 // Flips the lowest bit of a file's last byte in place: a safetensors file
 // still parses (it changes one weight), and its SHA-256 changes.
 void flip_last_bit(const std::string& path);
+// Runs `command` in a shell: its exit status (-1 when it did not exit
+// normally) and what it wrote to stdout and stderr.
+std::pair<int, std::string> run_command(const std::string& command);
 
 }  // namespace loragate::testing
 

@@ -183,18 +183,6 @@ ValidationOutput read_validation_response(const ClientResponse& r, bool chat) {
   return out;
 }
 
-// Output of `command` (stderr too) and its exit status (-1 when it did not exit normally).
-std::pair<int, std::string> run_validation_command(const std::string& command) {
-  std::string output;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  char buf[4096];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) output.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
 // A python3 that can import jsonschema: $LORAGATE_PYTHON when set, else
 // Debian's (/usr/bin/python3, with python3-jsonschema, as CI installs it),
 // else the one on PATH; "" if none.
@@ -203,7 +191,7 @@ std::string python_with_jsonschema() {
   std::vector<std::string> candidates = {"/usr/bin/python3", "python3"};
   if (chosen != nullptr && *chosen != '\0') candidates = {chosen};
   for (const std::string& python : candidates) {
-    if (run_validation_command(python + " -c 'import jsonschema'").first == 0) return python;
+    if (run_command(python + " -c 'import jsonschema'").first == 0) return python;
   }
   return "";
 }
@@ -278,7 +266,7 @@ TEST_F(SchemaValidationTest, EveryStoppedOutputValidatesAgainstItsSchema) {
   std::printf("[ schema validation ] %d requests, %d ended with stop; per schema:%s\n", requests, stopped_total,
               stops_per_schema.c_str());
 
-  const auto [code, report] = run_validation_command(python + " '" + script + "' '" + instances + "'");
+  const auto [code, report] = run_command(python + " '" + script + "' '" + instances + "'");
   std::printf("%s", report.c_str());
   if (code == 0) std::filesystem::remove_all(dir);
   EXPECT_EQ(code, 0) << "some outputs do not validate (instances kept in " << instances << "):\n" << report;

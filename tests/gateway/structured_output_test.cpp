@@ -112,7 +112,7 @@ TEST_F(StructuredOutputTest, BadRequestsNameTheFieldAndKeyword) {
       {{{"response_format", {{"type", "xml"}}}}, "response_format", "text, json_object or json_schema"},
       {{{"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", {{"type", "string"}, {"contentEncoding", "x"}}}}}}}},
        "response_format", "keyword 'contentEncoding' is not supported"},
-      {{{"guided_json", {{"type", "integer"}, {"multipleOf", 2}}}}, "guided_json", "'multipleOf'"},
+      {{{"guided_json", {{"type", "array"}, {"uniqueItems", true}}}}, "guided_json", "'uniqueItems'"},
       {{{"guided_regex", "a(?=b)"}}, "guided_regex", "guided_regex"},
       {{{"guided_grammar", "root ::= ("}}, "guided_grammar", "gbnf"},
       {{{"guided_choice", json::array()}}, "guided_choice", "guided_choice must be a list"},

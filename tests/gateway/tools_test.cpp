@@ -266,7 +266,7 @@ TEST_F(ToolsTest, BadToolsAndChoicesAreRefusedNamingTheField) {
   bad["type"] = "code_interpreter";
   expect_refused(chat_body({{"tools", {bad}}}), "tools", "tools[0]");
   bad = add_tool();
-  bad["function"]["parameters"]["properties"]["a"] = {{"type", "integer"}, {"multipleOf", 3}};
+  bad["function"]["parameters"]["properties"]["a"] = {{"type", "array"}, {"uniqueItems", true}};
   expect_refused(chat_body({{"tools", {weather_tool(), bad}}, {"tool_choice", "required"}}), "tools",
                  "tools[1].function.parameters");
   expect_refused(chat_body({{"tool_choice", named("get_weather")}, {"response_format", {{"type", "json_object"}}}}),

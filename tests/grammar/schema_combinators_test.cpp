@@ -298,17 +298,6 @@ TEST(SchemaCombinatorsTest, OneOfNotProvenIsFalse) {
 
 // ---- an independent check with python3-jsonschema
 
-std::pair<int, std::string> comb_run(const std::string& command) {
-  std::string output;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  char buf[4096];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) output.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
 constexpr const char* kCombCheckScript = R"(import json, sys
 from jsonschema import Draft202012Validator as V
 bad = 0
@@ -347,7 +336,7 @@ struct CombCase {
 };
 
 TEST(SchemaCombinatorsTest, MergedSchemasAcceptExactlyWhatTheAllOfAccepts) {
-  if (comb_run("python3 -c 'import jsonschema'").first != 0) {
+  if (testing::run_command("python3 -c 'import jsonschema'").first != 0) {
     GTEST_SKIP() << "python3 with the jsonschema module is not installed (Debian: python3-jsonschema)";
   }
   const ojson common = ojson::parse(R"([null, true, false, 0, 1, -1, 2.5, 7, 100, "", "a", "ab", "abc", "hello!",
@@ -448,7 +437,7 @@ TEST(SchemaCombinatorsTest, MergedSchemasAcceptExactlyWhatTheAllOfAccepts) {
             << "\n";
     }
   }
-  const auto [code, report] = comb_run("python3 '" + dir + "/check.py' '" + dir + "/cases.jsonl'");
+  const auto [code, report] = testing::run_command("python3 '" + dir + "/check.py' '" + dir + "/cases.jsonl'");
   EXPECT_EQ(code, 0) << report;
   if (code == 0) std::filesystem::remove_all(dir);
 }
