@@ -112,6 +112,16 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options, std
   return std::unique_ptr<Engine>(new Engine(options, std::move(model), std::move(runner), max_model_len));
 }
 
+std::shared_ptr<grammar::Automaton> Engine::grammar_automaton(const std::shared_ptr<const grammar::Grammar>& g) {
+  if (auto shared = automata_[g.get()].lock()) return shared;
+  // Forget the grammars no request uses any more (the gateway's cache hands
+  // out the same Grammar for the same schema, so the map stays small).
+  std::erase_if(automata_, [](const auto& entry) { return entry.second.expired(); });
+  auto made = std::make_shared<grammar::Automaton>(g);
+  automata_[g.get()] = made;
+  return made;
+}
+
 std::shared_ptr<const grammar::TokenVocabulary> Engine::grammar_vocabulary() {
   if (!grammar_vocab_) grammar_vocab_ = grammar::TokenVocabulary::from_tokenizer(*tokenizer());
   return grammar_vocab_;
@@ -185,7 +195,7 @@ Result<int64_t> Engine::add_request(GenerationRequest request, int64_t id) {
   seq->adapter = std::move(request.adapter);
   seq->priority = request.priority;
   seq->cache_salt = std::move(request.cache_salt);
-  if (seq->params().grammar) seq->constrain(grammar_vocabulary());
+  if (seq->params().grammar) seq->constrain(grammar_vocabulary(), grammar_automaton(seq->params().grammar));
   counters_.prompt_tokens += static_cast<int64_t>(seq->prompt_ids().size());
   Sequence* raw = seq.get();
   sequences_.emplace(id, std::move(seq));

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/dtype.h"
@@ -139,6 +140,10 @@ class Engine {
   // The tokenizer's tokens as bytes for grammar masks, built at the first constrained request.
   std::shared_ptr<const grammar::TokenVocabulary> grammar_vocabulary();
   std::shared_ptr<const grammar::TokenVocabulary> grammar_vocab_;
+  // The automaton every live request of one compiled grammar shares (their
+  // transitions and token masks), by grammar; an entry lives while a request uses it.
+  std::shared_ptr<grammar::Automaton> grammar_automaton(const std::shared_ptr<const grammar::Grammar>& g);
+  std::unordered_map<const grammar::Grammar*, std::weak_ptr<grammar::Automaton>> automata_;
   int64_t max_model_len_ = 0;
   int64_t next_id_ = 1;
   uint64_t seed_counter_;

@@ -29,7 +29,11 @@ LogitsProcessor::LogitsProcessor(const SamplingParams& params, const std::vector
              params_.repetition_penalty != 1.0f || !params_.logit_bias.empty() || params_.min_tokens > 0;
 }
 
-void LogitsProcessor::constrain(std::shared_ptr<const grammar::TokenVocabulary> vocab) { vocab_ = std::move(vocab); }
+void LogitsProcessor::constrain(std::shared_ptr<const grammar::TokenVocabulary> vocab,
+                                std::shared_ptr<grammar::Automaton> automaton) {
+  vocab_ = std::move(vocab);
+  if (matcher_ && automaton) matcher_.emplace(std::move(automaton));
+}
 
 bool LogitsProcessor::observe(int32_t token, const std::vector<int32_t>& eos_ids) {
   if (params_.frequency_penalty != 0.0f || params_.presence_penalty != 0.0f) ++output_counts_[token];

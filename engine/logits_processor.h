@@ -24,8 +24,11 @@ class LogitsProcessor {
  public:
   LogitsProcessor(const SamplingParams& params, const std::vector<int32_t>& prompt_ids);
 
-  // Gives a grammar-constrained sequence its tokenizer's vocabulary (as bytes).
-  void constrain(std::shared_ptr<const grammar::TokenVocabulary> vocab);
+  // Gives a grammar-constrained sequence its tokenizer's vocabulary (as
+  // bytes) and the automaton of its grammar to share (its own until then);
+  // before the first token.
+  void constrain(std::shared_ptr<const grammar::TokenVocabulary> vocab,
+                 std::shared_ptr<grammar::Automaton> automaton = nullptr);
 
   // An output token was appended. False when the grammar cannot take it (a
   // token no mask allowed: only possible if the caller ignored the mask).

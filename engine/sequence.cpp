@@ -109,8 +109,9 @@ const float* Sequence::logits_to_sample(const float* logits, int64_t vocab, cons
   return processor_->apply(logits, vocab, static_cast<int64_t>(output_ids_.size()), eos_ids);
 }
 
-void Sequence::constrain(std::shared_ptr<const grammar::TokenVocabulary> vocab) {
-  if (processor_) processor_->constrain(std::move(vocab));
+void Sequence::constrain(std::shared_ptr<const grammar::TokenVocabulary> vocab,
+                         std::shared_ptr<grammar::Automaton> automaton) {
+  if (processor_) processor_->constrain(std::move(vocab), std::move(automaton));
 }
 
 std::string Sequence::append_token(int32_t token, const std::vector<int32_t>& eos_ids, Clock::time_point now) {

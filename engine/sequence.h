@@ -91,8 +91,9 @@ class Sequence {
   // when the request asks for a grammar, penalties, logit_bias or min_tokens;
   // nullptr when its grammar allows no token of the vocabulary.
   const float* logits_to_sample(const float* logits, int64_t vocab, const std::vector<int32_t>& eos_ids);
-  // A grammar-constrained sequence's vocabulary, as bytes (set before its first step).
-  void constrain(std::shared_ptr<const grammar::TokenVocabulary> vocab);
+  // A grammar-constrained sequence's vocabulary, as bytes, and the automaton
+  // of its grammar it shares with other requests (set before its first step).
+  void constrain(std::shared_ptr<const grammar::TokenVocabulary> vocab, std::shared_ptr<grammar::Automaton> automaton);
 
   // Appends a sampled token, updates the text and stop conditions, and
   // returns the text that may now be streamed: text that could still turn

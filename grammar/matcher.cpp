@@ -5,7 +5,7 @@
 namespace loragate::grammar {
 namespace {
 
-constexpr Matcher::StateId kUnknown = -2;
+constexpr Automaton::StateId kUnknown = -2;
 // The tables' budget: states (each with a 1 KiB transition row) and cached masks.
 constexpr size_t kMaxStates = 8 * 1024;
 constexpr size_t kMaxMaskBytes = 64u << 20;
@@ -20,13 +20,13 @@ uint64_t node_key(int32_t pos, int32_t parent) {
 
 }  // namespace
 
-size_t Matcher::StateHash::operator()(const State& s) const {
+size_t Automaton::StateHash::operator()(const State& s) const {
   uint64_t h = 1469598103934665603ull;
   for (int32_t id : s) h = (h ^ static_cast<uint32_t>(id)) * 1099511628211ull;
   return static_cast<size_t>(h);
 }
 
-Matcher::Matcher(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
+Automaton::Automaton(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
   const auto& rules = grammar_->rules();
   starts_.resize(rules.size());
   for (size_t r = 0; r < rules.size(); ++r) {
@@ -37,9 +37,10 @@ Matcher::Matcher(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(gr
     }
   }
   reset();
+  epoch_ = 0;
 }
 
-void Matcher::reset() {
+void Automaton::reset() {
   nodes_.clear();
   node_index_.clear();
   states_.clear();
@@ -47,29 +48,24 @@ void Matcher::reset() {
   transitions_.clear();
   masks_.clear();
   mask_bytes_ = 0;
+  ++epoch_;
   State start;
   std::vector<int32_t> seen;
   for (int32_t pos : starts_[static_cast<size_t>(grammar_->root())]) expand(intern(pos, kEmptyStack), start, seen);
   std::sort(start.begin(), start.end());
   start.erase(std::unique(start.begin(), start.end()), start.end());
-  current_ = intern_state(std::move(start));
+  start_ = intern_state(std::move(start));
 }
 
-void Matcher::trim() {
-  if (states_.size() <= kMaxStates && mask_bytes_ <= kMaxMaskBytes) return;
-  const std::string replay = std::move(consumed_);
-  consumed_.clear();
-  reset();
-  advance(replay);  // it was accepted before, so it is again
-}
+bool Automaton::over_budget() const { return states_.size() > kMaxStates || mask_bytes_ > kMaxMaskBytes; }
 
-int32_t Matcher::intern(int32_t pos, int32_t parent) {
+int32_t Automaton::intern(int32_t pos, int32_t parent) {
   const auto [it, inserted] = node_index_.try_emplace(node_key(pos, parent), static_cast<int32_t>(nodes_.size()));
   if (inserted) nodes_.push_back({pos, parent});
   return it->second;
 }
 
-Matcher::StateId Matcher::intern_state(State s) {
+Automaton::StateId Automaton::intern_state(State s) {
   if (s.empty()) return kDead;
   const auto [it, inserted] = state_index_.try_emplace(s, static_cast<StateId>(states_.size()));
   if (inserted) {
@@ -82,7 +78,7 @@ Matcher::StateId Matcher::intern_state(State s) {
   return it->second;
 }
 
-void Matcher::expand(int32_t id, State& out, std::vector<int32_t>& seen) {
+void Automaton::expand(int32_t id, State& out, std::vector<int32_t>& seen) {
   // Pop finished alternatives in a loop: a deep stack (nested JSON) may end many at once.
   while (id != kEmptyStack && flat_[static_cast<size_t>(nodes_[static_cast<size_t>(id)].pos)] == nullptr) {
     id = nodes_[static_cast<size_t>(id)].parent;
@@ -108,7 +104,7 @@ void Matcher::expand(int32_t id, State& out, std::vector<int32_t>& seen) {
   for (int32_t start : starts_[static_cast<size_t>(e.rule)]) expand(intern(start, cont), out, seen);
 }
 
-Matcher::State Matcher::step(const State& from, uint8_t byte) {
+Automaton::State Automaton::step(const State& from, uint8_t byte) {
   State out;
   std::vector<int32_t>& seen = seen_scratch_;
   seen.clear();
@@ -127,7 +123,7 @@ Matcher::State Matcher::step(const State& from, uint8_t byte) {
   return out;
 }
 
-Matcher::StateId Matcher::transition(StateId from, uint8_t byte) {
+Automaton::StateId Automaton::transition(StateId from, uint8_t byte) {
   StateId& known = transitions_[static_cast<size_t>(from)][byte];
   if (known != kUnknown) return known;
   State next = step(states_[static_cast<size_t>(from)], byte);  // copies: interning may grow states_
@@ -136,10 +132,61 @@ Matcher::StateId Matcher::transition(StateId from, uint8_t byte) {
   return id;
 }
 
+bool Automaton::accepts(StateId s) const {
+  return s != kDead && states_[static_cast<size_t>(s)].front() == kEmptyStack;
+}
+
+bool Automaton::can_continue(StateId s) const {
+  if (s == kDead) return false;
+  const State& stacks = state(s);
+  return std::any_of(stacks.begin(), stacks.end(), [](int32_t id) { return id != kEmptyStack; });
+}
+
+ByteSet Automaton::next_bytes(StateId s) const {
+  ByteSet out;
+  if (s == kDead) return out;
+  for (int32_t id : state(s)) {
+    if (id != kEmptyStack) out |= flat_[static_cast<size_t>(nodes_[static_cast<size_t>(id)].pos)]->bytes;
+  }
+  return out;
+}
+
+const std::vector<uint64_t>* Automaton::cached_mask(StateId s) const {
+  const auto& m = masks_[static_cast<size_t>(s)];
+  return m.empty() ? nullptr : &m;
+}
+
+void Automaton::cache_mask(StateId s, std::vector<uint64_t> mask) {
+  mask_bytes_ += mask.size() * sizeof(uint64_t);
+  masks_[static_cast<size_t>(s)] = std::move(mask);
+}
+
+// --- Matcher: a cursor.
+
+Matcher::Matcher(std::shared_ptr<const Grammar> grammar) : Matcher(std::make_shared<Automaton>(std::move(grammar))) {}
+
+Matcher::Matcher(std::shared_ptr<Automaton> automaton)
+    : automaton_(std::move(automaton)), current_(automaton_->start()), epoch_(automaton_->epoch()) {}
+
+void Matcher::sync() const {
+  if (epoch_ == automaton_->epoch()) return;
+  // Another cursor reset the automaton: walk the bytes again from the start
+  // (they were accepted before, so they are again).
+  StateId s = automaton_->start();
+  for (char c : consumed_) s = automaton_->transition(s, static_cast<uint8_t>(c));
+  current_ = s;
+  epoch_ = automaton_->epoch();
+}
+
+Matcher::StateId Matcher::state_id() const {
+  sync();
+  return current_;
+}
+
 bool Matcher::advance(std::string_view bytes) {
-  StateId s = current_;
+  StateId s = state_id();
   for (char c : bytes) {
-    s = transition(s, static_cast<uint8_t>(c));
+    s = automaton_->transition(s, static_cast<uint8_t>(c));
     if (s == kDead) return false;
   }
   current_ = s;
@@ -147,31 +194,10 @@ bool Matcher::advance(std::string_view bytes) {
   return true;
 }
 
-bool Matcher::accepts(StateId s) const {
-  return s != kDead && states_[static_cast<size_t>(s)].front() == kEmptyStack;
-}
-
-bool Matcher::can_continue() const {
-  const State& s = state();
-  return std::any_of(s.begin(), s.end(), [](int32_t id) { return id != kEmptyStack; });
-}
-
-ByteSet Matcher::next_bytes() const {
-  ByteSet out;
-  for (int32_t id : state()) {
-    if (id != kEmptyStack) out |= flat_[static_cast<size_t>(nodes_[static_cast<size_t>(id)].pos)]->bytes;
-  }
-  return out;
-}
-
-const std::vector<uint64_t>* Matcher::cached_mask(StateId s) const {
-  const auto& m = masks_[static_cast<size_t>(s)];
-  return m.empty() ? nullptr : &m;
-}
-
-void Matcher::cache_mask(StateId s, std::vector<uint64_t> mask) {
-  mask_bytes_ += mask.size() * sizeof(uint64_t);
-  masks_[static_cast<size_t>(s)] = std::move(mask);
+void Matcher::trim() {
+  if (!automaton_->over_budget()) return;
+  automaton_->reset();
+  sync();
 }
 
 bool grammar_matches(const std::shared_ptr<const Grammar>& grammar, std::string_view text) {

@@ -121,6 +121,38 @@ TEST(TokenMaskTest, SmallVocabularyAgreesWithTheMatcher) {
   }
 }
 
+// Cursors of one grammar share its automaton: the second meets the first's
+// states and masks ready, and both carry on through a reset (which renumbers
+// every state) by replaying what they consumed.
+TEST(TokenMaskTest, CursorsShareAnAutomatonAndOutliveItsReset) {
+  const std::vector<std::string> bytes = {"{", "{\"", "\"", "ab", "a", "\": ", ":", " ", "12", "1", "}", "}}"};
+  TokenVocabulary vocab(bytes, std::vector<bool>(bytes.size(), false));
+  auto automaton = std::make_shared<Automaton>(tiny_object());
+  Matcher first(automaton), second(automaton);
+  TokenMask mask;
+  ASSERT_TRUE(first.advance("{\"ab\": "));
+  compute_token_mask(first, vocab, &mask);
+  const size_t states = automaton->num_states();
+  ASSERT_TRUE(second.advance("{\"ab\": "));
+  EXPECT_EQ(automaton->num_states(), states) << "the second cursor walked known transitions";
+  EXPECT_EQ(second.state_id(), first.state_id());
+  ASSERT_NE(second.cached_mask(second.state_id()), nullptr) << "and found the mask computed";
+  EXPECT_EQ(*second.cached_mask(second.state_id()), mask);
+
+  const uint64_t epoch = automaton->epoch();
+  automaton->reset();
+  EXPECT_EQ(automaton->epoch(), epoch + 1);
+  EXPECT_EQ(second.cached_mask(second.state_id()), nullptr) << "a reset forgets the masks";
+  EXPECT_FALSE(first.accepts());
+  EXPECT_TRUE(first.next_bytes().test('7'));
+  EXPECT_FALSE(first.next_bytes().test('}'));
+  ASSERT_TRUE(first.advance("12}"));
+  EXPECT_TRUE(first.accepts());
+  ASSERT_TRUE(second.advance("1}"));
+  EXPECT_TRUE(second.accepts());
+  EXPECT_FALSE(second.advance("1")) << "and the replayed state still refuses what cannot follow";
+}
+
 TEST(TokenMaskTest, Qwen3VocabularyAgreesWithTheMatcher) {
   LG_REQUIRE_SHARED("tokenizers/qwen3/tokenizer.json");
   auto tok = Tokenizer::load(testing::shared_dir() + "/tokenizers/qwen3");
