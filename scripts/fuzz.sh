@@ -7,8 +7,8 @@
 #   bash scripts/fuzz.sh [seconds_per_target]      (default 60)
 #
 # The evaluator's targets (eval_suite eval_items generic_items gates) and the
-# grammar front ends' (gbnf regex_grammar) and the tool-call scanner's
-# (tool_calls) run at most FUZZ_SHORT_S seconds
+# grammar front ends' (gbnf regex_grammar json_schema) and the tool-call
+# scanner's (tool_calls) run at most FUZZ_SHORT_S seconds
 # each (default 25): small parsers that saturate quickly, kept short so the
 # CI job stays within its budget.
 #
@@ -33,7 +33,7 @@ jobs=${LORAGATE_JOBS:-2}
 parallel=${FUZZ_PARALLEL:-2}
 hang_s=${FUZZ_TIMEOUT:-10}
 rss_mb=${FUZZ_RSS_MB:-2048}
-short_targets="eval_suite eval_items generic_items gates gbnf regex_grammar tool_calls"
+short_targets="eval_suite eval_items generic_items gates gbnf regex_grammar tool_calls json_schema"
 all_targets="http openai_request safetensors tokenizer_json tokenizer_encode peft_config serve_config jinja sse $short_targets"
 short_s=${FUZZ_SHORT_S:-25}
 targets=${FUZZ_TARGETS:-$all_targets}
