@@ -66,7 +66,8 @@ void Metrics::on_request_done(const RequestRecord& r) {
     std::lock_guard<std::mutex> lock(mu_);
     ++stream_overflows_;
   }
-  if (r.route.empty() || r.route.rfind("/v1/", 0) != 0 || r.route == "/v1/models") return;  // generation routes only
+  // Generation routes only: not /v1/models, nor vLLM's /v1/load_lora_adapter and /v1/unload_lora_adapter.
+  if (r.route != "/v1/completions" && r.route != "/v1/chat/completions") return;
   std::lock_guard<std::mutex> lock(mu_);
   PerAdapter& a = by_adapter_[{r.base, r.adapter}];
   ++a.requests_by_status[r.status];
