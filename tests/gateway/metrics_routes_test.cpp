@@ -10,21 +10,18 @@ namespace {
 
 TEST(MetricsRoutesTest, OnlyGenerationRoutesAreCounted) {
   Metrics metrics(nullptr);
-  for (const char* route : {"/v1/load_lora_adapter", "/v1/unload_lora_adapter", "/v1/models", "/tokenize", ""}) {
+  const auto finish = [&](const char* route) {
     RequestRecord r;
     r.route = route;
     r.base = "b";
     r.status = 200;
     metrics.on_request_done(r);
+  };
+  for (const char* route : {"/v1/load_lora_adapter", "/v1/unload_lora_adapter", "/v1/models", "/tokenize", ""}) {
+    finish(route);
   }
   EXPECT_EQ(metrics.requests_for("b", ""), 0u);
-  for (const char* route : {"/v1/completions", "/v1/chat/completions"}) {
-    RequestRecord r;
-    r.route = route;
-    r.base = "b";
-    r.status = 200;
-    metrics.on_request_done(r);
-  }
+  for (const char* route : {"/v1/completions", "/v1/chat/completions"}) finish(route);
   EXPECT_EQ(metrics.requests_for("b", ""), 2u);
 }
 
