@@ -14,8 +14,9 @@
 //    activation row is quantised to int8 but for its outlier columns (|x| >
 //    a threshold, default 6), which run in f32 (kernels/cpu/int8_matmul.h).
 //
-// Arithmetic is f32 in every other case: quantised weights are dequantised
-// in registers (one rounding) and then used exactly as f32 weights would be.
+// Quantised products are integer dot products: int8 multiplies by each
+// activation row quantised to int8 (one scale per row: W8A8), int4 by the
+// activations quantised to int8 per block of 32 (W4A8); kernels/cpu/matmul.h.
 #pragma once
 
 #include <cstdint>

@@ -74,12 +74,34 @@ class TransposedSource : public cpu::PackedMatrix::RowSource {
   const cpu::PackedMatrix& w_;
 };
 
+// A packed matrix's rows, dequantised.
+class DequantizedSource : public cpu::PackedMatrix::RowSource {
+ public:
+  explicit DequantizedSource(const cpu::PackedMatrix& w) : w_(w) {}
+  void read_row(int64_t row, float* out) const override {
+    for (int64_t c = 0; c < w_.cols(); ++c) out[c] = w_.at(row, c);
+  }
+
+ private:
+  const cpu::PackedMatrix& w_;
+};
+
 // The backward pass reads Wᵀ: f32 and bf16 bases keep their precision, a
 // quantised base's dequantised values are held in bf16 (re-quantising along
 // the other axis would change them).
 cpu::PackedMatrix pack_transposed(const cpu::PackedMatrix& w) {
   const WeightType storage = w.storage() == WeightType::kF32 ? WeightType::kF32 : WeightType::kBF16;
   return cpu::PackedMatrix::pack_rows(TransposedSource(w), w.cols(), w.rows(), storage);
+}
+
+// The forward pass of a quantised base multiplies by its dequantised weights
+// in bf16, QLoRA-style, as the backward pass does: the serving kernels
+// quantise the activations too (W8A8, W4A8), which would make the loss a
+// step function of the adapter's parameters, with gradients that are not
+// its own. Empty for f32 and bf16 bases, which train on their own weights.
+cpu::PackedMatrix pack_forward(const cpu::PackedMatrix& w) {
+  if (!is_quantized(w.storage())) return {};
+  return cpu::PackedMatrix::pack_rows(DequantizedSource(w), w.rows(), w.cols(), WeightType::kBF16);
 }
 
 }  // namespace
@@ -101,11 +123,18 @@ struct TrainModel::Impl {
   const LlamaModel& base;
   ModelConfig c;
   std::vector<float> inv_freq;
-  struct Transposed {
+  struct Matrices {
     cpu::PackedMatrix qkv, o, gate_up, down;
   };
-  std::vector<Transposed> transposed;
+  std::vector<Matrices> transposed;
   cpu::PackedMatrix lm_head_t;
+  std::vector<Matrices> forward;  // quantised bases: pack_forward() of each
+  cpu::PackedMatrix lm_head_f;
+
+  // What the forward pass multiplies by: the base's matrix, or its forward copy.
+  static const cpu::PackedMatrix& fwd(const cpu::PackedMatrix& base_w, const cpu::PackedMatrix& copy) {
+    return copy.empty() ? base_w : copy;
+  }
 
   // Per call: the batch laid end to end.
   std::vector<int64_t> seq_begin;  // [S + 1]
@@ -270,7 +299,7 @@ LossSum TrainModel::Impl::head(const LoraParams&, bool backward, float grad_scal
       cpu::rmsnorm(x, w.final_norm().data(), normed_rows.data() + i * h(), 1, h(), eps());
     }
     logits.resize(static_cast<size_t>(m * vocab));
-    matmul_rows(normed_rows.data(), m, h(), w.lm_head(), logits.data(), vocab);
+    matmul_rows(normed_rows.data(), m, h(), fwd(w.lm_head(), lm_head_f), logits.data(), vocab);
     if (backward) d_logits.resize(static_cast<size_t>(m * vocab));
     for (int64_t i = 0; i < m; ++i) {
       loss.nll += row_cross_entropy(logits.data() + i * vocab, vocab, loss_targets[static_cast<size_t>(r0 + i)],
@@ -312,6 +341,7 @@ LossSum TrainModel::Impl::run(std::span<const TrainExample* const> batch, const 
 
   for (int64_t l = 0; l < L; ++l) {
     const LayerWeights& lw = w.layers()[static_cast<size_t>(l)];
+    const Matrices& lf = forward[static_cast<size_t>(l)];
     LayerActivations& a = acts[static_cast<size_t>(l)];
     a.x = x;
     a.normed1.resize(x.size());
@@ -319,7 +349,7 @@ LossSum TrainModel::Impl::run(std::span<const TrainExample* const> batch, const 
       cpu::rmsnorm(x.data() + r0 * h(), lw.input_norm.data(), a.normed1.data() + r0 * h(), r1 - r0, h(), eps());
     });
     a.qkv.resize(static_cast<size_t>(n * qkv_width()));
-    matmul_rows(a.normed1.data(), n, h(), lw.qkv, a.qkv.data(), qkv_width());
+    matmul_rows(a.normed1.data(), n, h(), fwd(lw.qkv, lf.qkv), a.qkv.data(), qkv_width());
     if (!lw.qkv_bias.empty()) cpu::add_bias(a.qkv.data(), lw.qkv_bias.data(), n, qkv_width(), qkv_width());
     lora_forward(params, l, LoraModule::kQ, a.normed1.data(), h(), a.qkv.data(), qkv_width(), a);
     lora_forward(params, l, LoraModule::kK, a.normed1.data(), h(), a.qkv.data() + q_out(), qkv_width(), a);
@@ -335,7 +365,7 @@ LossSum TrainModel::Impl::run(std::span<const TrainExample* const> batch, const 
     a.attn.resize(static_cast<size_t>(n * q_out()));
     attention_forward(a);
     tmp.resize(static_cast<size_t>(n * h()));
-    matmul_rows(a.attn.data(), n, q_out(), lw.o, tmp.data(), h());
+    matmul_rows(a.attn.data(), n, q_out(), fwd(lw.o, lf.o), tmp.data(), h());
     lora_forward(params, l, LoraModule::kO, a.attn.data(), q_out(), tmp.data(), h(), a);
     a.x_mid.resize(x.size());
     a.normed2.resize(x.size());
@@ -346,14 +376,14 @@ LossSum TrainModel::Impl::run(std::span<const TrainExample* const> batch, const 
       cpu::rmsnorm(x.data() + at, lw.post_attn_norm.data(), a.normed2.data() + at, r1 - r0, h(), eps());
     });
     a.gate_up.resize(static_cast<size_t>(n * 2 * inter()));
-    matmul_rows(a.normed2.data(), n, h(), lw.gate_up, a.gate_up.data(), 2 * inter());
+    matmul_rows(a.normed2.data(), n, h(), fwd(lw.gate_up, lf.gate_up), a.gate_up.data(), 2 * inter());
     lora_forward(params, l, LoraModule::kGate, a.normed2.data(), h(), a.gate_up.data(), 2 * inter(), a);
     lora_forward(params, l, LoraModule::kUp, a.normed2.data(), h(), a.gate_up.data() + inter(), 2 * inter(), a);
     a.act.resize(static_cast<size_t>(n * inter()));
     for_row_blocks(n, [&](int64_t r0, int64_t r1) {
       cpu::silu_mul(a.gate_up.data() + r0 * 2 * inter(), a.act.data() + r0 * inter(), r1 - r0, inter());
     });
-    matmul_rows(a.act.data(), n, inter(), lw.down, tmp.data(), h());
+    matmul_rows(a.act.data(), n, inter(), fwd(lw.down, lf.down), tmp.data(), h());
     lora_forward(params, l, LoraModule::kDown, a.act.data(), inter(), tmp.data(), h(), a);
     for_row_blocks(n, [&](int64_t r0, int64_t r1) {
       cpu::add_inplace(x.data() + r0 * h(), tmp.data() + r0 * h(), (r1 - r0) * h());
@@ -368,7 +398,7 @@ LossSum TrainModel::Impl::run(std::span<const TrainExample* const> batch, const 
 
   for (int64_t l = L - 1; l >= 0; --l) {
     const LayerWeights& lw = w.layers()[static_cast<size_t>(l)];
-    const Transposed& wt = transposed[static_cast<size_t>(l)];
+    const Matrices& wt = transposed[static_cast<size_t>(l)];
     const LayerActivations& a = acts[static_cast<size_t>(l)];
     // MLP: x_out = x_mid + down(silu(gate) * up) of normed2.
     grad.resize(static_cast<size_t>(n * inter()));
@@ -423,8 +453,11 @@ Result<std::unique_ptr<TrainModel>> TrainModel::create(const LlamaModel& base) {
   for (const LayerWeights& lw : w.layers()) {
     impl->transposed.push_back({pack_transposed(lw.qkv), pack_transposed(lw.o), pack_transposed(lw.gate_up),
                                 pack_transposed(lw.down)});
+    impl->forward.push_back({pack_forward(lw.qkv), pack_forward(lw.o), pack_forward(lw.gate_up),
+                             pack_forward(lw.down)});
   }
   impl->lm_head_t = pack_transposed(w.lm_head());
+  impl->lm_head_f = pack_forward(w.lm_head());
   return std::unique_ptr<TrainModel>(new TrainModel(std::move(impl)));
 }
 

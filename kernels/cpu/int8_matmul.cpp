@@ -25,26 +25,12 @@ namespace loragate::cpu {
 namespace detail {
 namespace {
 
-// Below this many weights a second thread costs more (wake-up, barrier) than
-// it saves.
-constexpr int64_t kMinParallelWeights = 64 * 1024;
-
 bool cpu_has_vnni() {
   static const bool vnni = [] {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512vnni") != 0;
   }();
   return vnni;
-}
-
-// std::nearbyint (ties to even, in the default rounding mode) for |v| < 2^22,
-// inline: adding 1.5 * 2^23 leaves no fraction bits, so the sum rounds to an
-// integer, and subtracting it back is exact. A libm nearbyintf call (the
-// baseline x86-64 has no roundss) costs more than the rest of the row's
-// quantisation together.
-float round_to_even(float v) {
-  constexpr float kShift = 12582912.0f;  // 1.5 * 2^23
-  return (v + kShift) - kShift;
 }
 
 bool is_outlier(float v, float limit) { return !(std::fabs(v) <= limit); }
@@ -108,7 +94,7 @@ std::vector<Int8Kernel> supported_int8_kernels() {
 void matmul_int8_outlier_with(Int8Kernel kernel, int threads, const float* x, int64_t m, int64_t ldx,
                               const PackedMatrix& w, float threshold, float* y, int64_t ldy,
                               OutlierCounts* counts) {
-  assert(w.storage() == WeightType::kInt8Outlier);
+  assert(is_int8(w.storage()));  // int8 (no outliers: threshold +inf) and int8-outlier share the layout
   const int64_t n = w.rows(), k = w.cols();
   if (m <= 0 || n <= 0) return;
   const float limit = std::fmin(threshold, FLT_MAX);
@@ -156,21 +142,8 @@ void matmul_int8_outlier_with(Int8Kernel kernel, int threads, const float* x, in
     case Int8Kernel::kAvx512Vnni: panels_fn = int8_panels_avx512vnni; break;
   }
 
-  const int64_t panels = num_panels(n);
-  ThreadPool& pool = compute_pool();
-  int nthreads = threads > 0 ? threads : pool.size();
-  if (n * k < kMinParallelWeights) nthreads = 1;
-  nthreads = static_cast<int>(std::min<int64_t>(nthreads, panels));
-
-  if (m == 1) quantize(0, 1);  // no barrier for decode
-  pool.run(nthreads, [&](int thread, int nt) {
-    if (m > 1) {  // (the same on every thread)
-      quantize(m * thread / nt, m * (thread + 1) / nt);
-      ThreadPool::barrier();  // every row is quantised before any kernel reads it
-    }
-    const int64_t p0 = panels * thread / nt, p1 = panels * (thread + 1) / nt;
-    if (p0 < p1) panels_fn(batch, w, y, ldy, p0, p1);
-  });
+  run_quantized(threads, m, n, k, quantize,
+                [&](int64_t p0, int64_t p1) { panels_fn(batch, w, y, ldy, p0, p1); });
 }
 
 }  // namespace detail

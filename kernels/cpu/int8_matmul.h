@@ -1,6 +1,7 @@
 // W8A8 matmul with LLM.int8()-style outlier decomposition, over int8
-// per-channel weights (PackedMatrix of storage kInt8Outlier: the int8 layout
-// of matmul_internal.h).
+// per-channel weights (PackedMatrix of storage kInt8Outlier or kInt8: the
+// int8 layout of matmul_internal.h; matmul() runs kInt8 through it with an
+// infinite threshold).
 //
 // For each row m of X, independently of the other rows (so batch invariance
 // holds): the columns k with |x[m][k]| > threshold are that row's outliers.

@@ -16,12 +16,53 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/cpu/cache_info.h"
 #include "kernels/cpu/int8_matmul.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_internal.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace loragate::cpu::detail {
+
+// std::nearbyint (ties to even, in the default rounding mode) for |v| < 2^22,
+// inline: adding 1.5 * 2^23 leaves no fraction bits, so the sum rounds to an
+// integer, and subtracting it back is exact. A libm nearbyintf call (the
+// baseline x86-64 has no roundss) costs more than the rest of a row's
+// quantisation together. Shared by the int8 and int4 activation quantisers.
+inline float round_to_even(float v) {
+  constexpr float kShift = 12582912.0f;  // 1.5 * 2^23
+  return (v + kShift) - kShift;
+}
+
+// Below this many weights a second thread costs more (wake-up, barrier) than
+// it saves.
+inline constexpr int64_t kMinIntParallelWeights = 64 * 1024;
+
+// The threading of the integer matmuls: W's panels are split among the
+// compute pool's threads in contiguous ranges, as matmul() splits them, so
+// each weight byte is read once and K is never split. The activation rows
+// are quantised first, by quantize(r0, r1) over disjoint row ranges: for a
+// single row before the threads start (no barrier for decode), otherwise
+// spread over the threads and followed by a barrier. Then
+// panels(p0, p1) runs on each thread's panels.
+template <class Quantize, class Panels>
+void run_quantized(int threads, int64_t m, int64_t n, int64_t k, const Quantize& quantize, const Panels& panels) {
+  const int64_t npanels = num_panels(n);
+  ThreadPool& pool = compute_pool();
+  int nthreads = threads > 0 ? threads : pool.size();
+  if (n * k < kMinIntParallelWeights) nthreads = 1;
+  nthreads = static_cast<int>(std::min<int64_t>(nthreads, npanels));
+  if (m == 1) quantize(0, 1);
+  pool.run(nthreads, [&](int thread, int nt) {
+    if (m > 1) {  // (the same on every thread)
+      quantize(m * thread / nt, m * (thread + 1) / nt);
+      ThreadPool::barrier();  // every row is quantised before any kernel reads it
+    }
+    const int64_t p0 = npanels * thread / nt, p1 = npanels * (thread + 1) / nt;
+    if (p0 < p1) panels(p0, p1);
+  });
+}
 
 // The int8 dot-product kernels, one per instruction family.
 enum class Int8Kernel {
@@ -70,13 +111,15 @@ void int8_panels_avx512bw(const Int8Batch& b, const PackedMatrix& w, float* y, i
 void int8_panels_avx512vnni(const Int8Batch& b, const PackedMatrix& w, float* y, int64_t ldy, int64_t p_begin,
                             int64_t p_end);
 
-// Bytes of W panels that every row tile reuses before moving on: they stay
-// in L2 (at least 1 MB on every AVX-512 part, 256 KB on older AVX2 ones)
-// while tiles stream them, so each weight byte comes from memory once.
-inline constexpr int64_t kInt8GroupBytes = 192 * 1024;
+// Bytes of W panels that every row tile reuses before moving on: a quarter
+// of the core's L2 (cpuid), so they stay there while the tiles stream them
+// beside the activations and the next group's prefetched lines, and each
+// weight byte comes from memory once: 512 KiB on a 2 MiB Sapphire Rapids
+// core, 128 KiB on a 512 KiB Zen 3 one.
+inline int64_t int_group_bytes() { return cache_sizes().l2 / 4; }
 
 // The blocking shared by the vector kernels: panels [p_begin, p_end) in
-// groups of about kInt8GroupBytes (all of them when the rows are one tile:
+// groups of about int_group_bytes() (all of them when the rows are one tile:
 // nothing is reused then, and several panels stream together); within a group, the rows in near-equal
 // tiles of at most max_mr (so none is a thin remainder), each run over the
 // group's panels np = panels_for(mr) at a time (fewer at the group's end).
@@ -85,7 +128,7 @@ template <class PanelsFor, class Fn>
 void for_each_int8_tile(int64_t m, int max_mr, PanelsFor panels_for, int64_t panel_bytes, int64_t p_begin,
                         int64_t p_end, Fn&& fn) {
   const int64_t ntiles = (m + max_mr - 1) / max_mr;
-  const int64_t group = ntiles == 1 ? p_end - p_begin : std::max<int64_t>(1, kInt8GroupBytes / panel_bytes);
+  const int64_t group = ntiles == 1 ? p_end - p_begin : std::max<int64_t>(1, int_group_bytes() / panel_bytes);
   for (int64_t g = p_begin; g < p_end; g += group) {
     const int64_t g_end = std::min(p_end, g + group);
     for (int64_t t = 0; t < ntiles; ++t) {

@@ -7,8 +7,11 @@
 // any thread count.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <vector>
 
+#include "kernels/cpu/int4_matmul_internal.h"
+#include "kernels/cpu/int8_matmul_internal.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_internal.h"
 #include "kernels/cpu/thread_pool.h"
@@ -37,6 +40,13 @@ void pack_x(const float* x, int64_t ldx, int mr, int64_t k, float* xp) {
 
 void matmul_with(Isa isa, int threads, const float* x, int64_t m, int64_t ldx, const PackedMatrix& w,
                  float* y, int64_t ldy) {
+  // Quantised storage runs integer dot products (int4_matmul_internal.h,
+  // int8_matmul_internal.h): int8 is int8-outlier's W8A8 with no outliers.
+  if (is_int4(w.storage())) return matmul_int4_with(int8_kernel_for(isa), threads, x, m, ldx, w, y, ldy);
+  if (is_int8(w.storage())) {
+    return matmul_int8_outlier_with(int8_kernel_for(isa), threads, x, m, ldx, w,
+                                    std::numeric_limits<float>::infinity(), y, ldy, nullptr);
+  }
   const int64_t n = w.rows(), k = w.cols();
   if (m <= 0 || n <= 0) return;
   if (k == 0) {  // an empty sum
@@ -80,12 +90,9 @@ void matmul_with(Isa isa, int threads, const float* x, int64_t m, int64_t ldx, c
     }
     const int64_t p0 = panels * thread / nt, p1 = panels * (thread + 1) / nt;
     if (p0 < p1) {
-      const bool quantized = is_quantized(w.storage());
       switch (isa) {
-        case Isa::kAvx512:
-          (quantized ? run_quant_panels_avx512 : run_panels_avx512)(tl, ntiles, ldy, w, p0, p1);
-          break;
-        case Isa::kAvx2: (quantized ? run_quant_panels_avx2 : run_panels_avx2)(tl, ntiles, ldy, w, p0, p1); break;
+        case Isa::kAvx512: run_panels_avx512(tl, ntiles, ldy, w, p0, p1); break;
+        case Isa::kAvx2: run_panels_avx2(tl, ntiles, ldy, w, p0, p1); break;
         case Isa::kScalar: run_panels_scalar(tl, ntiles, ldy, w, p0, p1); break;
       }
     }

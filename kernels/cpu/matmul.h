@@ -3,10 +3,18 @@
 //
 // Weights are packed once at load time into a layout the kernels stream
 // through: f32, bf16, or quantised to int8 / int4 (common/weight_type.h).
-// Arithmetic is always f32 with FMA: a quantised weight is dequantised in
-// registers with one rounding, so matmul over a quantised matrix gives
-// exactly what it gives over the f32 matrix of its at() values. (That holds
-// for int8-outlier storage too; its W8A8 product is matmul_int8_outlier().)
+//  - f32, bf16: f32 arithmetic with FMA.
+//  - int8 (and int8-outlier through this entry): W8A8. Each row of x is
+//    quantised to int8 with one scale (vLLM's per-token dynamic scheme) and
+//    dotted with the int8 weights in exact int32 arithmetic: the int8-outlier
+//    product (int8_matmul.h) with no outliers but inf and NaN.
+//  - int4: W4A8. Each row of x is quantised to int8 per block of 32 and
+//    dotted with the int4 levels in exact int32 arithmetic, one scale
+//    epilogue per block (llama.cpp's Q4 x Q8 scheme; int4_matmul_internal.h).
+// Integer sums are exact and every float step has one fixed order, so all
+// ISAs give bit-identical results. PackedMatrix::at() gives the dequantised
+// weights; the product differs from the f32 product over them by the
+// activation rounding (at most half a step of each x).
 //
 // Batch invariance (a contract the engine relies on): every output element
 // y[m][n] is computed with the same sequence of floating-point operations

@@ -19,10 +19,14 @@
 //    the k it asks for.
 //  - INT4 storage (group G = 32 or 64): one block per group of k: the
 //    group's 32 f16 scales (64 bytes), for asymmetric types its 32 f16
-//    minimums (64 bytes), then G/2 lines of 32 bytes, one per pair of k:
-//    byte j holds row j's u for the pair's first k in its low nibble and for
-//    the second in its high nibble (zero past K). Symmetric types store
-//    u = q + 8, so w = fma(u, s, -8 s) for both kinds, with the minimum -8 s.
+//    minimums (64 bytes), then G/4 lines of 64 bytes, one per quad of k
+//    (k = 4i..4i+3 of the group): byte 4j + c holds row j's u for k = 4i + c
+//    in its low nibble and row 16 + j's in its high nibble (zero past K).
+//    Masking either nibble thus gives 16 rows in the int8 dot-product layout
+//    (a 32-bit lane = one row's four k), which the W4A8 kernels
+//    (int4_matmul_internal.h) feed straight to vpdpbusd / vpmaddubsw.
+//    Symmetric types store u = q + 8, so w = fma(u, s, -8 s) for both kinds,
+//    with the minimum -8 s.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +53,8 @@ inline int64_t int4_block_bytes(WeightType t) {
   return (int4_asymmetric(t) ? 2 : 1) * kNR * 2 + kNR / 2 * int4_group(t);
 }
 inline int64_t int4_blocks(WeightType t, int64_t k) { return (k + int4_group(t) - 1) / int4_group(t); }
+// Byte of a group's lines holding panel row j's u at k = c of the group.
+inline int64_t int4_byte(int64_t j, int64_t c) { return (c / 4) * 64 + (j % 16) * 4 + c % 4; }
 inline int64_t panel_bytes(WeightType t, int64_t k) {
   switch (t) {
     case WeightType::kF32: return k * kNR * 4;
@@ -81,20 +87,15 @@ struct Tile {
 // The tallest tile each ISA's kernels handle (registers bound it).
 int max_mr(Isa isa);
 
-// Computes every tile over W panels [p_begin, p_end) (columns p_begin * kNR
-// up to N). Each kernel chooses how many panels to stream together; the
-// result never depends on it: one accumulator per output, k in order.
+// Computes every tile over float (f32, bf16) W panels [p_begin, p_end)
+// (columns p_begin * kNR up to N). Each kernel chooses how many panels to
+// stream together; the result never depends on it: one accumulator per
+// output, k in order.
 void run_panels_scalar(const Tile* tiles, int ntiles, int64_t ldy, const PackedMatrix& w, int64_t p_begin,
                        int64_t p_end);
 void run_panels_avx2(const Tile* tiles, int ntiles, int64_t ldy, const PackedMatrix& w, int64_t p_begin,
                      int64_t p_end);
 void run_panels_avx512(const Tile* tiles, int ntiles, int64_t ldy, const PackedMatrix& w, int64_t p_begin,
                        int64_t p_end);
-// The same for quantised storage (int8, int4), dispatched to by the above
-// (the scalar kernel handles every storage itself).
-void run_quant_panels_avx2(const Tile* tiles, int ntiles, int64_t ldy, const PackedMatrix& w, int64_t p_begin,
-                           int64_t p_end);
-void run_quant_panels_avx512(const Tile* tiles, int ntiles, int64_t ldy, const PackedMatrix& w, int64_t p_begin,
-                             int64_t p_end);
 
 }  // namespace loragate::cpu::detail

@@ -67,7 +67,7 @@ void pack_float_row(bool bf16, const float* row, int64_t cols, int64_t j, uint8_
 
 // Writes the quantised row j into its panel: int8 scale then levels in
 // quads of k; int4 per group of k, the scale (and minimum) then the levels
-// two to a byte, even k in the low nibble.
+// in quads of k, rows 16.. in the high nibbles.
 void place_quantized_row(WeightType t, const QuantizedRow& q, int64_t cols, int64_t j, uint8_t* panel) {
   if (is_int8(t)) {
     reinterpret_cast<float*>(panel)[j] = q.scale;
@@ -84,7 +84,7 @@ void place_quantized_row(WeightType t, const QuantizedRow& q, int64_t cols, int6
     uint8_t* lines = b + (asym ? 2 : 1) * kNR * 2;
     for (int64_t k = g0; k < std::min(cols, g0 + group); ++k) {
       const auto u = static_cast<unsigned>(q.levels[static_cast<size_t>(k)]);
-      lines[((k - g0) / 2) * kNR + j] |= static_cast<uint8_t>(u << (((k - g0) % 2) * 4));
+      lines[detail::int4_byte(j, k - g0)] |= static_cast<uint8_t>(u << (j < 16 ? 0 : 4));
     }
   }
 }
@@ -104,8 +104,8 @@ float dequantize(WeightType t, const uint8_t* panel, int j, int64_t c) {
   const uint8_t* b = panel + (c / group) * int4_block_bytes(t);
   const float scale = f16_to_f32(reinterpret_cast<const uint16_t*>(b)[j]);
   const float minimum = asym ? f16_to_f32(reinterpret_cast<const uint16_t*>(b + kNR * 2)[j]) : -8.0f * scale;
-  const uint8_t byte = b[(asym ? 2 : 1) * kNR * 2 + ((c % group) / 2) * kNR + j];
-  const unsigned u = (c % 2 == 0) ? byte & 15u : byte >> 4;
+  const uint8_t byte = b[(asym ? 2 : 1) * kNR * 2 + int4_byte(j, c % group)];
+  const unsigned u = j < 16 ? byte & 15u : byte >> 4;
   return std::fma(static_cast<float>(u), scale, minimum);
 }
 

@@ -1,8 +1,9 @@
 // Portable fallback with the same operation order as the vector kernels: one
 // accumulator per output starting at +0, acc = fma(x[k], w[n][k], acc) for
 // k = 0..K-1. std::fma rounds once, like a hardware FMA, so results match
-// the AVX2/AVX-512 paths bit for bit. Quantised weights are dequantised by
-// the same function as PackedMatrix::at(); the reference for every kernel.
+// the AVX2/AVX-512 paths bit for bit; the reference for every float kernel.
+// (Quantised storage never comes here: matmul_with() hands it to the integer
+// kernels.)
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -14,9 +15,8 @@ namespace loragate::cpu::detail {
 void run_panels_scalar(const Tile* tiles, int ntiles, int64_t ldy, const PackedMatrix& w, int64_t p_begin,
                        int64_t p_end) {
   const WeightType storage = w.storage();
-  const bool bf16 = storage == WeightType::kBF16, quantized = is_quantized(storage);
+  const bool bf16 = storage == WeightType::kBF16;
   const int64_t k = w.cols(), n = w.rows();
-  const int64_t quant_panel_bytes = panel_bytes(storage, k);
   const auto* wf = static_cast<const float*>(w.data());
   const auto* wh = static_cast<const uint16_t*>(w.data());
   float acc[kMaxMR][kNR];
@@ -29,12 +29,7 @@ void run_panels_scalar(const Tile* tiles, int ntiles, int64_t ldy, const PackedM
       std::memset(acc, 0, sizeof acc);
       for (int64_t i = 0; i < k; ++i) {
         const int64_t line = panel + i * kNR;
-        if (quantized) {
-          const auto* qp = static_cast<const uint8_t*>(w.data()) + p * quant_panel_bytes;
-          for (int j = 0; j < kNR; ++j) wk[j] = dequantize(storage, qp, j, i);
-        } else {
-          for (int j = 0; j < kNR; ++j) wk[j] = bf16 ? bf16_to_f32(wh[line + bf16_slot(j)]) : wf[line + j];
-        }
+        for (int j = 0; j < kNR; ++j) wk[j] = bf16 ? bf16_to_f32(wh[line + bf16_slot(j)]) : wf[line + j];
         for (int r = 0; r < tile.mr; ++r) {
           const float xv = tile.xp[i * tile.mr + r];
           for (int j = 0; j < kNR; ++j) acc[r][j] = std::fma(xv, wk[j], acc[r][j]);

@@ -206,9 +206,11 @@ TEST_F(GoldenTest, QuantizedBasesAgreeWithF32) {
     WeightType type;
     double min_agreement, max_mean_error;
   };
-  // Measured: int8 99.3% (mean error 0.054), int8-outlier 98.6% (0.098), int4 80.6% (1.01), int4-g64
-  // 80.9% (1.03), int4-asym 87.5% (0.75), int4-asym-g64 85.1% (0.85).
-  for (const Bound& b : {Bound{WeightType::kInt8, 0.95, 0.1}, Bound{WeightType::kInt8Outlier, 0.95, 0.15},
+  // Measured with integer dot products (int8 W8A8 per row, int4 W4A8 per block of 32): int8 98.6%
+  // (mean error 0.103), int8-outlier 98.6% (0.098), int4 80.9% (1.01), int4-g64 81.2% (1.03),
+  // int4-asym 87.5% (0.76), int4-asym-g64 85.1% (0.86). (Dequantising to f32 gave int8 99.3% (0.054)
+  // and the same int4 figures to within 0.4 points.)
+  for (const Bound& b : {Bound{WeightType::kInt8, 0.95, 0.15}, Bound{WeightType::kInt8Outlier, 0.95, 0.15},
                          Bound{WeightType::kInt4, 0.72, 1.3},
                          Bound{WeightType::kInt4G64, 0.72, 1.3}, Bound{WeightType::kInt4Asym, 0.78, 1.0},
                          Bound{WeightType::kInt4AsymG64, 0.78, 1.0}}) {
