@@ -108,9 +108,10 @@ Status check_convertible(const ModelConfig& c, GgmlType matrix_type, const std::
                                " has attention biases, which llama.cpp's llama architecture lacks");
   }
   if (is_block_quantised(matrix_type)) {
+    const int64_t q_out = c.num_attention_heads * c.head_dim;
     const std::pair<const char*, int64_t> sizes[] = {{"hidden_size", c.hidden_size},
                                                      {"intermediate_size", c.intermediate_size},
-                                                     {"num_attention_heads * head_dim", c.num_attention_heads * c.head_dim}};
+                                                     {"num_attention_heads * head_dim", q_out}};
     for (const auto& [key, size] : sizes) {
       if (size % kGgmlBlockValues != 0) {
         return Status::unsupported(model_dir + ": " + std::string(ggml_type_name(matrix_type)) + " needs " + key +

@@ -219,7 +219,9 @@ void write_model(const std::string& dir, const ModelConfig& c) {
   const int64_t h = c.hidden_size, q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim,
                 f = c.intermediate_size;
   std::vector<std::pair<std::string, std::vector<int64_t>>> specs = {
-      {"model.embed_tokens.weight", {c.vocab_size, h}}, {"model.norm.weight", {h}}, {"lm_head.weight", {c.vocab_size, h}}};
+      {"model.embed_tokens.weight", {c.vocab_size, h}},
+      {"model.norm.weight", {h}},
+      {"lm_head.weight", {c.vocab_size, h}}};
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     specs.push_back({p + "input_layernorm.weight", {h}});
@@ -314,7 +316,8 @@ TEST_F(LlamaGgufTest, HeaderMetadataAndTensorInfosAreWhatLlamaCppReads) {
   EXPECT_EQ(g.metadata.at("tokenizer.ggml.token_type").array_size, static_cast<uint64_t>(config_.vocab_size));
 
   const uint64_t h = config_.hidden_size, f = config_.intermediate_size;
-  const uint64_t q = config_.num_attention_heads * config_.head_dim, kv = config_.num_key_value_heads * config_.head_dim;
+  const uint64_t q = config_.num_attention_heads * config_.head_dim;
+  const uint64_t kv = config_.num_key_value_heads * config_.head_dim;
   const std::map<std::string, std::pair<std::vector<uint64_t>, uint32_t>> want = {
       {"token_embd.weight", {{h, uint64_t(config_.vocab_size)}, 2}}, {"output_norm.weight", {{h}, 0}},
       {"output.weight", {{h, uint64_t(config_.vocab_size)}, 2}},    {"blk.0.attn_norm.weight", {{h}, 0}},
@@ -352,8 +355,9 @@ TEST_F(LlamaGgufTest, Q4_0ValuesComeBackWithinHalfAStep) {
   }
 }
 
-// Row `gguf_row` of `gguf_name` holds row `hf_row` of `hf_name`, to bf16's precision.
-void expect_same_row(const GgufFile& g, const std::string& gguf_name, int64_t gguf_row, const std::vector<float>& want) {
+// Row `gguf_row` of `gguf_name` holds the values `want`, to bf16's precision.
+void expect_same_row(const GgufFile& g, const std::string& gguf_name, int64_t gguf_row,
+                     const std::vector<float>& want) {
   const std::vector<float> got = decode_row(g, gguf_name, gguf_row);
   for (size_t k = 0; k < want.size(); ++k) {
     ASSERT_NEAR(got[k], want[k], std::fabs(want[k]) / 128 + 1e-7f) << gguf_name << " row " << gguf_row;
