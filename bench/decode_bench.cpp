@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "bench/bench_util.h"
+#include "bench/llamacpp_compare.h"
 #include "bench/roofline.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/thread_pool.h"
@@ -83,6 +84,44 @@ ModelCost model_cost(const Engine& engine) {
   return cost;
 }
 
+// llama.cpp's medians beside loragate's for each dtype it ran: prefill, and
+// decode at b=1 (llama-bench's tg is one sequence).
+void print_llamacpp_comparison(const DecodeBenchOptions& o, const LlamaCppComparison& llama,
+                               const std::vector<Figures>& figures) {
+  std::printf("\nllama.cpp on the same weights (%s, one -r 1 run per rep interleaved with loragate's, medians; "
+              "its tg decodes from an empty context, loragate's after the %d-token prompt)\n",
+              llama.binary().c_str(), o.prompt_len);
+  std::printf("%-13s %-6s %-14s %14s %14s %20s\n", "dtype", "gguf", "figure", "llama.cpp t/s", "loragate t/s",
+              "loragate/llama.cpp");
+  for (size_t i = 0; i < o.dtypes.size(); ++i) {
+    const std::string& d = o.dtypes[i];
+    auto skipped = llama.skipped().find(d);
+    if (skipped != llama.skipped().end()) {
+      std::printf("%-13s no llama.cpp figure: %s\n", d.c_str(), skipped->second.c_str());
+      continue;
+    }
+    std::vector<double> pre, dec;
+    for (const LlamaBenchFigures& f : llama.samples(d)) {
+      pre.push_back(f.prefill_tps);
+      dec.push_back(f.decode_tps);
+    }
+    if (pre.empty()) continue;
+    const std::string gguf(ggml_type_name(llamacpp_type_for(d).value()));
+    const double ours_pre = median(figures[i].prefill_tps);
+    std::printf("%-13s %-6s %-14s %14.1f %14.1f %19.2fx\n", d.c_str(), gguf.c_str(),
+                ("prefill " + std::to_string(o.prompt_len)).c_str(), median(pre), ours_pre, ours_pre / median(pre));
+    auto b1 = figures[i].decode_tps.find(1);
+    if (b1 == figures[i].decode_tps.end()) {
+      std::printf("%-13s %-6s %-14s %14.1f %14s %20s\n", d.c_str(), gguf.c_str(), "decode b=1", median(dec),
+                  "(no b=1)", "-");
+    } else {
+      const double ours_dec = median(b1->second);
+      std::printf("%-13s %-6s %-14s %14.1f %14.1f %19.2fx\n", d.c_str(), gguf.c_str(), "decode b=1", median(dec),
+                  ours_dec, ours_dec / median(dec));
+    }
+  }
+}
+
 }  // namespace
 
 Status run_decode_bench(const DecodeBenchOptions& o) {
@@ -90,6 +129,18 @@ Status run_decode_bench(const DecodeBenchOptions& o) {
   const int threads = cpu::compute_pool().size();
   std::printf("loragate decode benchmark: model %s, prompt %d, %d decode steps, %d reps, %d threads, matmul %s\n",
               o.model_dir.c_str(), o.prompt_len, o.decode_steps, o.reps, threads, cpu::isa_name(cpu::best_isa()));
+
+  // GGUF files first, so that a comparison that cannot run says so before the timing starts.
+  std::unique_ptr<LlamaCppComparison> llama;
+  if (!o.compare_llamacpp.empty()) {
+    Result<std::unique_ptr<LlamaCppComparison>> prepared =
+        LlamaCppComparison::prepare(o.compare_llamacpp, o.model_dir, o.dtypes);
+    if (prepared.is_ok()) {
+      llama = std::move(prepared.value());
+    } else {
+      std::printf("llama.cpp comparison skipped: %s\n", prepared.status().message().c_str());
+    }
+  }
 
   std::vector<std::unique_ptr<Engine>> engines;
   for (const std::string& d : o.dtypes) {
@@ -116,6 +167,7 @@ Status run_decode_bench(const DecodeBenchOptions& o) {
         LG_ASSIGN_OR_RETURN(double tps, time_decode(*engines[i], b, o.prompt_len, o.decode_steps));
         figures[i].decode_tps[b].push_back(tps);
       }
+      if (llama) llama->run_once(o.dtypes[i], o.prompt_len, o.decode_steps, threads);
     }
   }
 
@@ -165,6 +217,7 @@ Status run_decode_bench(const DecodeBenchOptions& o) {
                 engines[i]->kv_cache_bytes() / 1048576.0, cost.flops_per_token / 1e9,
                 cost.prefill_flops_per_token(o.prompt_len) / 1e9);
   }
+  if (llama) print_llamacpp_comparison(o, *llama, figures);
   return Status::ok();
 }
 

@@ -1,6 +1,7 @@
 // The engine's throughput benchmark: prefill and batched decode tokens/s on a
 // model, in f32 and bf16 weights, beside this machine's memory bandwidth and
-// FMA peak measured in the same run, as fractions of the decode roofline.
+// FMA peak measured in the same run, as fractions of the decode roofline;
+// optionally beside llama.cpp's llama-bench on the same weights.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@ struct DecodeBenchOptions {
   int decode_steps = 32;                 // timed decode steps per measurement
   int reps = 5;                          // repetitions; medians are reported
   int threads = 0;                       // 0 = all cores
+  std::string compare_llamacpp;          // a folder with llama.cpp's llama-bench; "" = no comparison
 };
 
 // Runs the benchmark and prints its report to stdout.

@@ -63,6 +63,10 @@ void add_bench_command(CLI::App& app) {
   decode->add_option("--steps", o->decode_steps, "Timed decode steps")->check(CLI::PositiveNumber);
   decode->add_option("--reps", o->reps, "Repetitions (medians reported)")->check(CLI::PositiveNumber);
   decode->add_option("--threads", o->threads, "Threads (0 = all cores)");
+  decode->add_option("--compare-llamacpp", o->compare_llamacpp,
+                     "Also run BIN_DIR/llama-bench on the same weights (written as GGUF: int4 Q4_0, int8 Q8_0, "
+                     "bf16 BF16); skipped with a line saying why when it cannot run")
+      ->option_text("BIN_DIR");
   decode->callback([o] {
     Status s = bench::run_decode_bench(*o);
     if (!s.is_ok()) throw CLI::RuntimeError(fail(s.to_string()));
