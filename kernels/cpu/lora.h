@@ -37,4 +37,18 @@ struct LoraSegment {
 void lora_add(const float* x, int64_t ldx, const LoraSegment* segments, int64_t num_segments,
               const LoraSlotWeights& w, float* y, int64_t ldy);
 
+// One projection reading the shared input: its weights and its output.
+struct LoraTarget {
+  LoraSlotWeights w;
+  float* y = nullptr;
+  int64_t ldy = 0;
+};
+
+// lora_add for several projections of the same input (q, k and v; gate and
+// up) in one fork/join of the compute pool, which at batch 1 costs as much
+// as a small projection's update. Each target's result is what lora_add
+// alone gives it, bit for bit.
+void lora_add_targets(const float* x, int64_t ldx, const LoraSegment* segments, int64_t num_segments,
+                      const LoraTarget* targets, int num_targets);
+
 }  // namespace loragate::cpu

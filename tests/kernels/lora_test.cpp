@@ -104,6 +104,51 @@ TEST(LoraKernelTest, EachTokenIsBitIdenticalToRunningItAlone) {
   }
 }
 
+// A single token of a large projection is split across the pool's threads
+// (rank rows, then output columns); a batch of several is not. Both give the
+// same bits.
+TEST(LoraKernelTest, ATokenSplitAcrossThreadsIsBitIdenticalToTheBatchedOne) {
+  std::mt19937 rng(13);
+  Slots s(3, 16, 1024, 1000, rng);  // 1000: the last column range is not whole vectors
+  const int64_t tokens = 4;
+  std::vector<float> x(tokens * s.in);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  for (float& v : x) v = d(rng);
+  const std::vector<LoraSegment> segs = {{0, 2, 0}, {2, 2, 2}};
+  std::vector<float> y(tokens * s.out, 0.5f);
+  lora_add(x.data(), s.in, segs.data(), 2, s.view(), y.data(), s.out);
+  for (int64_t t = 0; t < tokens; ++t) {
+    std::vector<float> alone(s.out, 0.5f);
+    const LoraSegment one{0, 1, t < 2 ? 0 : 2};
+    lora_add(x.data() + t * s.in, s.in, &one, 1, s.view(), alone.data(), s.out);
+    for (int64_t o = 0; o < s.out; ++o) ASSERT_EQ(alone[o], y[t * s.out + o]) << "token " << t << " column " << o;
+  }
+}
+
+// Several projections of one input in one call (q, k, v) give each what
+// lora_add alone gives it, for a lone token (split across threads) and a batch.
+TEST(LoraKernelTest, TargetsTogetherEqualEachAlone) {
+  std::mt19937 rng(14);
+  Slots q(3, 16, 512, 512, rng), k(3, 8, 512, 128, rng), v(3, 16, 512, 130, rng);
+  std::vector<float> x(5 * 512);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  for (float& f : x) f = d(rng);
+  for (const std::vector<LoraSegment>& segs :
+       {std::vector<LoraSegment>{{0, 1, 2}}, std::vector<LoraSegment>{{0, 2, 0}, {2, 3, 2}}}) {
+    const int64_t tokens = segs.back().token_begin + segs.back().num_tokens;
+    const int64_t ldy = 512 + 128 + 130;
+    std::vector<float> together(tokens * ldy, 0.25f), apart = together;
+    const LoraTarget targets[3] = {{q.view(), together.data(), ldy},
+                                   {k.view(), together.data() + 512, ldy},
+                                   {v.view(), together.data() + 640, ldy}};
+    lora_add_targets(x.data(), 512, segs.data(), static_cast<int64_t>(segs.size()), targets, 3);
+    lora_add(x.data(), 512, segs.data(), static_cast<int64_t>(segs.size()), q.view(), apart.data(), ldy);
+    lora_add(x.data(), 512, segs.data(), static_cast<int64_t>(segs.size()), k.view(), apart.data() + 512, ldy);
+    lora_add(x.data(), 512, segs.data(), static_cast<int64_t>(segs.size()), v.view(), apart.data() + 640, ldy);
+    ASSERT_EQ(together, apart) << tokens << " token(s)";
+  }
+}
+
 TEST(LoraKernelTest, NoAdapterAndRankZeroLeaveOutputUntouched) {
   std::mt19937 rng(13);
   Slots s(3, 8, 32, 32, rng);
