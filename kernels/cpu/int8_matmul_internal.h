@@ -35,10 +35,6 @@ inline float round_to_even(float v) {
   return (v + kShift) - kShift;
 }
 
-// Below this many weights a second thread costs more (wake-up, barrier) than
-// it saves.
-inline constexpr int64_t kMinIntParallelWeights = 64 * 1024;
-
 // The threading of the integer matmuls: W's panels are split among the
 // compute pool's threads in contiguous ranges, as matmul() splits them, so
 // each weight byte is read once and K is never split. The activation rows
@@ -51,7 +47,7 @@ void run_quantized(int threads, int64_t m, int64_t n, int64_t k, const Quantize&
   const int64_t npanels = num_panels(n);
   ThreadPool& pool = compute_pool();
   int nthreads = threads > 0 ? threads : pool.size();
-  if (n * k < kMinIntParallelWeights) nthreads = 1;
+  if (n * k < kMinParallelWeights) nthreads = 1;
   nthreads = static_cast<int>(std::min<int64_t>(nthreads, npanels));
   if (m == 1) quantize(0, 1);
   pool.run(nthreads, [&](int thread, int nt) {

@@ -23,10 +23,6 @@ int max_mr(Isa isa) { return isa == Isa::kAvx2 ? 6 : kMaxMR; }
 
 namespace {
 
-// Below this many weights a second thread costs more (wake-up, barrier) than
-// it saves.
-constexpr int64_t kMinParallelWeights = 64 * 1024;
-
 // Activations of one tile, transposed so a kernel finds x[r][k] at
 // xp[k * mr + r]: one pointer walks all rows, whatever ldx is.
 void pack_x(const float* x, int64_t ldx, int mr, int64_t k, float* xp) {

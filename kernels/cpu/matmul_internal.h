@@ -43,6 +43,10 @@ inline constexpr int kMaxMR = 14;       // tallest M tile (2 * 14 accumulators +
 
 inline int64_t num_panels(int64_t n) { return (n + kNR - 1) / kNR; }
 
+// Below this many weights a second thread costs more (wake-up, barrier) than
+// it saves: every matmul (float and integer) then runs on one thread.
+inline constexpr int64_t kMinParallelWeights = 64 * 1024;
+
 // Position of panel row j (0..31) inside a k-slice of BF16 storage (see above).
 inline int64_t bf16_slot(int64_t j) { return j < 16 ? 2 * j : 2 * (j - 16) + 1; }
 
