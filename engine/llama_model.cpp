@@ -174,13 +174,16 @@ Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, ForwardWor
     cpu::lora_add(x, ldx, ws.lora_segments.data(), num_segments, lora->weights(layer, m), y, ldy);
   };
   // The same for projections reading the same x, in one fork/join.
-  auto add_loras = [&](int64_t layer, const float* x, int64_t ldx, std::initializer_list<LoraModule> modules,
-                       std::initializer_list<float*> ys, int64_t ldy) {
+  struct ModuleOut {
+    LoraModule module;
+    float* y;
+  };
+  auto add_loras = [&](int64_t layer, const float* x, int64_t ldx, std::initializer_list<ModuleOut> outs,
+                       int64_t ldy) {
     if (num_segments == 0) return;
     cpu::LoraTarget targets[3];
     int n = 0;
-    auto y = ys.begin();
-    for (LoraModule m : modules) targets[n++] = {lora->weights(layer, m), *y++, ldy};
+    for (const ModuleOut& o : outs) targets[n++] = {lora->weights(layer, o.module), o.y, ldy};
     cpu::lora_add_targets(x, ldx, ws.lora_segments.data(), num_segments, targets, n);
   };
 
@@ -190,8 +193,11 @@ Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, ForwardWor
     const auto layer = static_cast<size_t>(l);
     linear(ws.normed.data(), T, h, lw.qkv, ws.qkv.data(), qkv_width, layer);
     if (!lw.qkv_bias.empty()) cpu::add_bias(ws.qkv.data(), lw.qkv_bias.data(), T, qkv_width, qkv_width);
-    add_loras(l, ws.normed.data(), h, {LoraModule::kQ, LoraModule::kK, LoraModule::kV},
-              {ws.qkv.data(), ws.qkv.data() + q_out, ws.qkv.data() + q_out + kv_out}, qkv_width);
+    add_loras(l, ws.normed.data(), h,
+              {{LoraModule::kQ, ws.qkv.data()},
+               {LoraModule::kK, ws.qkv.data() + q_out},
+               {LoraModule::kV, ws.qkv.data() + q_out + kv_out}},
+              qkv_width);
     // Rotate q and k in place (v, the last kv_out floats of a row, is left alone).
     cpu::rope_rotate_half(ws.qkv.data(), T, c.num_attention_heads, c.head_dim, qkv_width, ws.rope_cos.data(),
                           ws.rope_sin.data());
@@ -204,8 +210,8 @@ Status LlamaModel::forward(const ForwardBatch& batch, KvCache& cache, ForwardWor
 
     cpu::rmsnorm(ws.hidden.data(), lw.post_attn_norm.data(), ws.normed.data(), T, h, eps);
     linear(ws.normed.data(), T, h, lw.gate_up, ws.gate_up.data(), 2 * inter, layer);
-    add_loras(l, ws.normed.data(), h, {LoraModule::kGate, LoraModule::kUp},
-              {ws.gate_up.data(), ws.gate_up.data() + inter}, 2 * inter);
+    add_loras(l, ws.normed.data(), h,
+              {{LoraModule::kGate, ws.gate_up.data()}, {LoraModule::kUp, ws.gate_up.data() + inter}}, 2 * inter);
     cpu::silu_mul(ws.gate_up.data(), ws.act.data(), T, inter);
     linear(ws.act.data(), T, inter, lw.down, ws.proj.data(), h, layer);
     add_lora(l, LoraModule::kDown, ws.act.data(), inter, ws.proj.data(), h);
