@@ -18,7 +18,7 @@
 #include "cli/eval_output.h"
 #include "common/weight_type.h"
 #include "evaluator/arm_engine.h"
-#include "evaluator/evaluation_jobs.h"
+#include "upgrade/evaluation_jobs.h"
 #include "evaluator/run_history.h"
 #include "evaluator/gates.h"
 #include "evaluator/report.h"

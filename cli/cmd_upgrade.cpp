@@ -28,7 +28,7 @@
 #include "common/sha256.h"
 #include "evaluator/arm_engine.h"
 #include "evaluator/gates.h"
-#include "evaluator/retrain.h"
+#include "upgrade/retrain.h"
 #include "evaluator/run_history.h"
 #include "evaluator/runner.h"
 #include "evaluator/suite.h"

@@ -11,7 +11,7 @@
 
 #include "common/status.h"
 #include "engine/engine.h"
-#include "gateway/server_options.h"
+#include "gateway/http/server_options.h"
 
 namespace loragate {
 

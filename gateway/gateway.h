@@ -27,15 +27,15 @@
 
 #include "bases/base_set.h"
 #include "common/status.h"
-#include "gateway/blocking_work.h"
-#include "gateway/generation_runner.h"
-#include "gateway/http_server.h"
+#include "gateway/admin/blocking_work.h"
+#include "gateway/openai/generation_runner.h"
+#include "gateway/http/http_server.h"
 #include "gateway/model_resolver.h"
-#include "gateway/openai_request.h"
-#include "gateway/prompt_size_limit.h"
-#include "gateway/request_observer.h"
-#include "gateway/router.h"
-#include "gateway/server_options.h"
+#include "gateway/openai/openai_request.h"
+#include "gateway/openai/prompt_size_limit.h"
+#include "gateway/metrics/request_observer.h"
+#include "gateway/http/router.h"
+#include "gateway/http/server_options.h"
 
 namespace loragate {
 

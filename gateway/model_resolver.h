@@ -13,7 +13,7 @@
 #include <string>
 
 #include "common/status.h"
-#include "gateway/openai_errors.h"
+#include "gateway/openai/openai_errors.h"
 
 namespace loragate {
 

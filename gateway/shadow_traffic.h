@@ -33,7 +33,7 @@
 
 #include "bases/base_set.h"
 #include "engine/api.h"
-#include "gateway/latency_histogram.h"
+#include "gateway/metrics/latency_histogram.h"
 #include "gateway/model_resolver.h"
 
 namespace loragate {

@@ -168,7 +168,7 @@ CREATE TABLE scenario_training (
   updated_at  INTEGER NOT NULL
 ) STRICT;
 )sql"},
-    // Upgrades (evaluator/upgrade_job.h): retrain every scenario's adapter on a
+    // Upgrades (upgrade/upgrade_job.h): retrain every scenario's adapter on a
     // candidate base, evaluate, promote. A row is written at every step, so a
     // restart finds the unfinished ones (and shows them interrupted) and a new
     // request for the same candidate resumes from the steps it kept. Steps as

@@ -1,4 +1,4 @@
-// UpgradeStore: the record of upgrades (evaluator/upgrade_job.h) in the
+// UpgradeStore: the record of upgrades (upgrade/upgrade_job.h) in the
 // registry's database (table `upgrades`, schema.h migration 6). An upgrade
 // retrains every scenario's adapter on a candidate base, evaluates it and may
 // promote it; its row is rewritten after every step, so that a restart finds

@@ -23,12 +23,12 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 
-#include "gateway/admin_auth.h"
-#include "gateway/openai_errors.h"
-#include "gateway/request_fields.h"
-#include "gateway/request_framing.h"
-#include "gateway/router.h"
-#include "gateway/server_options.h"
+#include "gateway/admin/admin_auth.h"
+#include "gateway/openai/openai_errors.h"
+#include "gateway/openai/request_fields.h"
+#include "gateway/http/request_framing.h"
+#include "gateway/http/router.h"
+#include "gateway/http/server_options.h"
 
 namespace {
 

@@ -16,9 +16,9 @@
 
 #include "chat/chat_template.h"
 #include "tokenizer/tokenizer.h"
-#include "gateway/openai_chat.h"
-#include "gateway/openai_completions.h"
-#include "gateway/request_fields.h"
+#include "gateway/openai/openai_chat.h"
+#include "gateway/openai/openai_completions.h"
+#include "gateway/openai/request_fields.h"
 #include "fuzz_util.h"
 
 namespace {

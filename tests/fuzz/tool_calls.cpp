@@ -1,4 +1,4 @@
-// Tool calls read back out of generated text (gateway/tool_call_parser.h):
+// Tool calls read back out of generated text (gateway/openai/tool_call_parser.h):
 // every syntax on arbitrary text, fed in pieces of a size the input picks.
 // The stream must fold to exactly what the whole text parses to (the
 // guarantee that a streamed and a whole chat answer agree), and no content
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "gateway/tool_call_parser.h"
+#include "gateway/openai/tool_call_parser.h"
 
 using namespace loragate;
 

@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bases/base_set.h"
-#include "gateway/admin_api.h"
+#include "gateway/admin/admin_api.h"
 #include "gateway/gateway.h"
 #include "gateway/registry_resolver.h"
 #include "registry/registry.h"

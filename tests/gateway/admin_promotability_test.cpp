@@ -3,7 +3,7 @@
 // the evaluation history's reasons, the same checks promote makes.
 #include <gtest/gtest.h>
 
-#include "evaluator/promotion_check.h"
+#include "upgrade/promotion_check.h"
 #include "registry/evaluation_store.h"
 #include "tests/gateway/admin_fixture.h"
 

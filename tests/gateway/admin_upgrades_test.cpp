@@ -17,10 +17,10 @@
 #include <nlohmann/json.hpp>
 
 #include "bases/base_set.h"
-#include "evaluator/evaluation_jobs.h"
-#include "evaluator/promotion_check.h"
-#include "evaluator/upgrade_job.h"
-#include "gateway/admin_api.h"
+#include "upgrade/evaluation_jobs.h"
+#include "upgrade/promotion_check.h"
+#include "upgrade/upgrade_job.h"
+#include "gateway/admin/admin_api.h"
 #include "gateway/gateway.h"
 #include "gateway/registry_resolver.h"
 #include "registry/evaluation_store.h"

@@ -1,6 +1,6 @@
 // BlockingWork: jobs run off the caller's thread, at most max_jobs wait at
 // once, and join() lets the accepted ones finish and refuses the rest.
-#include "gateway/blocking_work.h"
+#include "gateway/admin/blocking_work.h"
 
 #include <gtest/gtest.h>
 

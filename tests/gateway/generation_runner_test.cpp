@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "bases/serving_base.h"
-#include "gateway/generation_runner.h"
+#include "gateway/openai/generation_runner.h"
 #include "tests/gateway/synth_fixtures.h"
 #include "tests/test_util.h"
 

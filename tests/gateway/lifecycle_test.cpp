@@ -11,7 +11,7 @@
 #include <mutex>
 #include <thread>
 
-#include "gateway/request_log.h"
+#include "gateway/metrics/request_log.h"
 #include "tests/gateway/gateway_fixture.h"
 
 namespace loragate::testing {

@@ -1,8 +1,8 @@
 // server.public_listings: true (the default) lists the adapters in
 // /v1/models and serves /metrics to anyone; false shows a caller without the
 // admin token only the base in /v1/models and answers /metrics with 401.
-#include "gateway/metrics.h"
-#include "gateway/metrics_route.h"
+#include "gateway/metrics/metrics.h"
+#include "gateway/metrics/metrics_route.h"
 #include "tests/gateway/gateway_fixture.h"
 
 namespace loragate::testing {

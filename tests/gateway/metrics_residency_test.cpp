@@ -1,10 +1,10 @@
-// The per-adapter residency gauges of GET /metrics (gateway/metrics.cpp):
+// The per-adapter residency gauges of GET /metrics (gateway/metrics/metrics.cpp):
 // vllm:lora_adapter_loaded lists exactly the adapters a base holds in host
 // memory or a slot — none before any request, then each one a request or a
 // validation loaded — and vllm:lora_max_adapters its slot count.
 #include <string>
 
-#include "gateway/metrics.h"
+#include "gateway/metrics/metrics.h"
 #include "tests/gateway/gateway_fixture.h"
 
 namespace loragate::testing {

@@ -3,7 +3,7 @@
 // listing, is no request of a tenant's adapter.
 #include <gtest/gtest.h>
 
-#include "gateway/metrics.h"
+#include "gateway/metrics/metrics.h"
 
 namespace loragate {
 namespace {

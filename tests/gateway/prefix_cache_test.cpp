@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "gateway/metrics.h"
-#include "gateway/request_log.h"
+#include "gateway/metrics/metrics.h"
+#include "gateway/metrics/request_log.h"
 #include "tests/gateway/admin_fixture.h"
 #include "tests/gateway/gateway_fixture.h"
 

@@ -2,7 +2,7 @@
 // coding, never beside Content-Length; a refusal is an OpenAI-shaped error,
 // and the connection is closed after it. Checked on the header alone, then
 // over raw sockets.
-#include "gateway/request_framing.h"
+#include "gateway/http/request_framing.h"
 #include "tests/gateway/gateway_fixture.h"
 #include "tests/gateway/raw_client.h"
 

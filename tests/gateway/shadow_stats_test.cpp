@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "gateway/latency_histogram.h"
+#include "gateway/metrics/latency_histogram.h"
 #include "gateway/shadow_traffic.h"
 
 namespace loragate {

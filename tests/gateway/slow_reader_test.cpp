@@ -4,7 +4,7 @@
 // closed, loragate_stream_overflow_total counted — while others are served.
 #include <thread>
 
-#include "gateway/metrics.h"
+#include "gateway/metrics/metrics.h"
 #include "tests/gateway/gateway_fixture.h"
 #include "tests/gateway/raw_client.h"
 

@@ -7,7 +7,7 @@
 
 #include <regex>
 
-#include "gateway/structured_output.h"
+#include "gateway/openai/structured_output.h"
 #include "tests/gateway/gateway_fixture.h"
 
 namespace loragate::testing {

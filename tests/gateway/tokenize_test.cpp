@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "gateway/openai_tokenize.h"
+#include "gateway/openai/openai_tokenize.h"
 #include "tests/gateway/gateway_fixture.h"
 
 namespace loragate::testing {

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gateway/tool_call_parser.h"
+#include "gateway/openai/tool_call_parser.h"
 
 namespace loragate {
 namespace {

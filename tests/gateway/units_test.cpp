@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "gateway/model_resolver.h"
-#include "gateway/openai_errors.h"
-#include "gateway/request_fields.h"
-#include "gateway/router.h"
+#include "gateway/openai/openai_errors.h"
+#include "gateway/openai/request_fields.h"
+#include "gateway/http/router.h"
 
 namespace loragate {
 namespace {

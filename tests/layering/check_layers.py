@@ -4,10 +4,13 @@
 1. Rooms are ranked; a file may include headers of its own room and of rooms
    ranked lower, never of a room ranked higher or beside it:
      common < {kernels, tokenizer, chat, registry, client} < {model, grammar} < adapters
-     < engine < {bases, trainer} < {evaluator, fleet} < gateway < bench < cli
+     < engine < {bases, trainer} < {evaluator, fleet} < upgrade < gateway < bench < cli
 2. The façade: what bases/, evaluator/ and gateway/ include, followed through
    every project header it pulls in, reaches no kernels/ header and no
    engine/ header but engine/api.h (and what api.h itself includes).
+3. The map: every room (a top-level folder with a CMakeLists.txt) is ranked
+   here and named as `room/` in docs/ARCHITECTURE.md, so a new room cannot
+   land without a place in the order and on the map.
 
 Prints every violation as file:line and exits 1 when there is any.
 """
@@ -23,11 +26,14 @@ RANK = {
     "engine": 4,
     "bases": 5, "trainer": 5,
     "evaluator": 6, "fleet": 6,
-    "gateway": 7,
-    "bench": 8,
-    "cli": 9,
+    "upgrade": 7,
+    "gateway": 8,
+    "bench": 9,
+    "cli": 10,
 }
-FACADE_USERS = ("bases", "evaluator", "fleet", "gateway")
+FACADE_USERS = ("bases", "evaluator", "fleet", "upgrade", "gateway")
+MAP = "docs/ARCHITECTURE.md"
+NOT_ROOMS = ("tests",)
 FACADE = "engine/api.h"
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 SOURCE_EXT = (".h", ".cpp", ".cu", ".cuh")
@@ -98,10 +104,21 @@ def facade_violations(root):
     return bad
 
 
+def map_violations(root):
+    """Rooms on disk that the ranks or the map leave out."""
+    on_disk = sorted(d for d in os.listdir(root)
+                     if d not in NOT_ROOMS and os.path.isfile(os.path.join(root, d, "CMakeLists.txt")))
+    bad = [f"{d}/: a room with no rank in tests/layering/check_layers.py" for d in on_disk if d not in RANK]
+    map_path = os.path.join(root, MAP)
+    text = open(map_path, encoding="utf-8").read() if os.path.exists(map_path) else ""
+    bad += [f"{d}/: a room missing from {MAP}" for d in on_disk if f"`{d}/`" not in text]
+    return bad
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
     root = os.path.abspath(root)
-    bad = rank_violations(root)
+    bad = rank_violations(root) + map_violations(root)
     if os.path.exists(os.path.join(root, FACADE)):
         bad += facade_violations(root)
     for line in bad:

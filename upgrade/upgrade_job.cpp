@@ -1,0 +1,543 @@
+#include "upgrade/upgrade_job.h"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "evaluator/report.h"
+#include "upgrade/retrain.h"
+
+namespace loragate::eval {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct UpgradeJobs::Plan {
+  UpgradeStatus status;
+  UpgradeRequest request;
+  std::vector<RetrainSpec> specs;  // one per step; skipped steps' are empty
+  RetrainBase base;                // the candidate, once loaded
+  std::chrono::steady_clock::time_point last_write;
+};
+
+json upgrade_step_json(const UpgradeStep& s) {
+  json j = {{"scenario", s.scenario},       {"adapter", s.adapter},     {"state", s.state},
+            {"data_path", s.data_path},     {"data_sha256", s.data_sha256}, {"out_dir", s.out_dir},
+            {"reused", s.reused},           {"step", s.step},           {"total_steps", s.total_steps},
+            {"loss", s.loss},               {"first_loss", s.first_loss}, {"tokens_per_s", s.tokens_per_s},
+            {"eta_s", s.eta_s}};
+  if (!s.error.empty()) j["error"] = s.error;
+  return j;
+}
+
+UpgradeStep upgrade_step_from_json(const json& j) {
+  UpgradeStep s;
+  if (!j.is_object()) return s;
+  auto text = [&](const char* key, std::string* out) {
+    if (j.contains(key) && j.at(key).is_string()) *out = j.at(key).get<std::string>();
+  };
+  auto number = [&](const char* key, double* out) {
+    if (j.contains(key) && j.at(key).is_number()) *out = j.at(key).get<double>();
+  };
+  auto integer = [&](const char* key, int64_t* out) {
+    if (j.contains(key) && j.at(key).is_number_integer()) *out = j.at(key).get<int64_t>();
+  };
+  text("scenario", &s.scenario);
+  text("adapter", &s.adapter);
+  text("state", &s.state);
+  text("data_path", &s.data_path);
+  text("data_sha256", &s.data_sha256);
+  text("out_dir", &s.out_dir);
+  text("error", &s.error);
+  if (j.contains("reused") && j.at("reused").is_boolean()) s.reused = j.at("reused").get<bool>();
+  integer("step", &s.step);
+  integer("total_steps", &s.total_steps);
+  number("loss", &s.loss);
+  number("first_loss", &s.first_loss);
+  number("tokens_per_s", &s.tokens_per_s);
+  number("eta_s", &s.eta_s);
+  return s;
+}
+
+namespace {
+
+std::string steps_text(const std::vector<UpgradeStep>& steps) {
+  json out = json::array();
+  for (const UpgradeStep& s : steps) out.push_back(upgrade_step_json(s));
+  return out.dump();
+}
+
+UpgradeStatus status_of(const UpgradeRecord& record) {
+  UpgradeStatus status;
+  status.record = record;
+  const json steps = json::parse(record.steps, nullptr, /*allow_exceptions=*/false);
+  if (steps.is_array()) {
+    for (const json& s : steps) status.steps.push_back(upgrade_step_from_json(s));
+  }
+  return status;
+}
+
+std::string quoted_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "'" : ", '") + n + "'";
+  return out;
+}
+
+bool same_path(const std::string& a, const std::string& b) {
+  std::error_code ea, eb;
+  const fs::path ra = fs::weakly_canonical(a, ea), rb = fs::weakly_canonical(b, eb);
+  return !ea && !eb ? ra == rb : fs::path(a).lexically_normal() == fs::path(b).lexically_normal();
+}
+
+}  // namespace
+
+json upgrade_status_json(const UpgradeStatus& s) {
+  const UpgradeRecord& r = s.record;
+  json steps = json::array();
+  for (const UpgradeStep& step : s.steps) steps.push_back(upgrade_step_json(step));
+  json j = {{"id", r.id},
+            {"candidate", r.candidate},
+            {"path", r.candidate_path},
+            {"online", r.online_base},
+            {"state", r.state},
+            {"promote", r.promote},
+            {"skip_untrained", r.skip_untrained},
+            {"steps", steps},
+            {"verdict", r.verdict.empty() ? json() : json(r.verdict)},
+            {"evaluation", r.evaluation > 0 ? json(r.evaluation) : json()},
+            {"report", r.report.empty() ? json() : json(r.report)},
+            {"error", r.error.empty() ? json() : json(r.error)},
+            {"started_at", r.started_at},
+            {"updated_at", r.updated_at}};
+  return j;
+}
+
+UpgradeJobs::UpgradeJobs(BaseSet* bases, Registry* registry, EvaluationJobs* evaluations, EvaluationStore* runs,
+                         UpgradeStore* store, UpgradeHooks hooks, UpgradeOptions options)
+    : bases_(bases),
+      registry_(registry),
+      evaluations_(evaluations),
+      runs_(runs),
+      store_(store),
+      hooks_(std::move(hooks)),
+      options_(std::move(options)) {
+  // What an earlier process left running did not finish: say so, and let a new request resume it.
+  Result<int64_t> interrupted = store_->mark_interrupted();
+  if (!interrupted.is_ok()) {
+    std::cerr << "loragate: unfinished upgrades not marked interrupted: " << interrupted.status().to_string() << "\n";
+  } else if (*interrupted > 0) {
+    std::cerr << "loragate: " << *interrupted << " upgrade(s) were interrupted by the last stop; "
+              << "POST /admin/upgrades with the same candidate resumes one\n";
+  }
+}
+
+UpgradeJobs::~UpgradeJobs() {
+  cancel_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+void UpgradeJobs::cancel_all() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stopping_ = true;
+  shutting_down_.store(true);
+  cancel_.store(true);
+}
+
+Result<UpgradeJobs::Plan> UpgradeJobs::plan(const UpgradeRequest& request, const ServingBase& serving) const {
+  Plan p;
+  p.request = request;
+  if (p.request.suite_path.empty()) p.request.suite_path = options_.suite_path;
+  if (p.request.gates_path.empty()) p.request.gates_path = options_.gates_path;
+  if (p.request.suite_path.empty()) {
+    return Status::failed_precondition("an upgrade is judged with the server's suite, and none is configured "
+                                       "(evaluation.suite in the server's YAML)");
+  }
+  LG_ASSIGN_OR_RETURN(std::vector<ScenarioRecord> scenarios, registry_->list_scenarios(serving.name()));
+  if (scenarios.empty()) {
+    return Status::failed_precondition("no scenario is routed on the serving base '" + serving.name() +
+                                       "': there is no adapter to retrain");
+  }
+  std::vector<std::string> untrained;
+  for (const ScenarioRecord& s : scenarios) {
+    UpgradeStep step;
+    step.scenario = s.name;
+    step.adapter = s.adapter;
+    RetrainSpec spec;
+    Result<TrainingSetRecord> t = registry_->get_training_set(s.name);
+    if (t.is_ok()) {
+      const json config = json::parse(t->config, nullptr, /*allow_exceptions=*/false);
+      if (!config.is_object()) return Status::corrupt("scenario '" + s.name + "': its training config is not JSON");
+      spec = RetrainSpec{s.name, t->path, t->sha256, config};
+      step.data_path = t->path;
+      step.data_sha256 = t->sha256;
+    } else if (t.status().code() == StatusCode::kNotFound) {
+      untrained.push_back(s.name);
+      step.state = "skipped";
+      step.error = "no training set recorded";
+    } else {
+      return t.status();
+    }
+    p.status.steps.push_back(std::move(step));
+    p.specs.push_back(std::move(spec));
+  }
+  if (!untrained.empty() && !request.skip_untrained) {
+    return Status::failed_precondition(
+        "scenario(s) " + quoted_list(untrained) + " of the serving base have no training set, so their adapters " +
+        "cannot be retrained: record one (loragate scenario set NAME ADAPTER --train FILE) or skip them " +
+        "(skip_untrained / --skip-untrained)");
+  }
+  UpgradeRecord& r = p.status.record;
+  r.candidate = request.candidate;
+  r.candidate_path = request.path;
+  r.online_base = serving.name();
+  r.promote = request.promote;
+  r.skip_untrained = request.skip_untrained;
+  r.state = "queued";
+  return p;
+}
+
+Result<UpgradeStatus> UpgradeJobs::start(const UpgradeRequest& request) {
+  std::lock_guard<std::mutex> one_start(start_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return Status::unavailable("the server is shutting down: no new upgrades");
+    // One that has recorded its end is only leaving its thread: joined below.
+    if (running_ != nullptr && upgrade_state_is_running(running_->record.state)) {
+      return Status::failed_precondition("upgrade " + std::to_string(running_->record.id) + " of candidate '" +
+                                         running_->record.candidate + "' is running; one runs at a time (DELETE " +
+                                         "/admin/upgrades/" + std::to_string(running_->record.id) + " cancels it)");
+    }
+  }
+  if (worker_.joinable()) worker_.join();  // the last one has ended: running_ is cleared at its very end
+
+  LG_RETURN_IF_ERROR(validate_name("base model name", request.candidate, /*allow_slash=*/true));
+  std::shared_ptr<ServingBase> serving = bases_->serving();
+  if (serving == nullptr) return Status::failed_precondition("no base is serving");
+  if (serving->name() == request.candidate) {
+    return Status::failed_precondition("base '" + request.candidate + "' is the serving base: upgrade to another one");
+  }
+  for (const BaseStatus& b : bases_->list()) {
+    if (b.name != request.candidate) continue;
+    if (b.state == BaseState::kFailed) {
+      return Status::failed_precondition("base '" + b.name + "' failed to load (" + b.error +
+                                         "); remove it (DELETE /admin/bases/" + b.name + ") and ask again");
+    }
+    if (!same_path(b.path, request.path)) {
+      return Status::failed_precondition("base '" + b.name + "' is loaded from " + b.path + ", not " + request.path);
+    }
+  }
+  LG_ASSIGN_OR_RETURN(Plan p, plan(request, *serving));
+
+  // An interrupted or cancelled upgrade of this candidate resumes under its id, with the steps it registered.
+  LG_ASSIGN_OR_RETURN(std::vector<UpgradeRecord> earlier, store_->list(200));
+  for (const UpgradeRecord& e : earlier) {
+    if (e.candidate != request.candidate) continue;
+    if (e.state == "interrupted" || e.state == "cancelled") {
+      p.status.record.id = e.id;
+      std::map<std::string, UpgradeStep> kept;
+      for (UpgradeStep& s : status_of(e).steps) kept[s.scenario] = std::move(s);
+      for (UpgradeStep& step : p.status.steps) {
+        auto it = kept.find(step.scenario);
+        if (it != kept.end() && it->second.state == "registered" && it->second.data_sha256 == step.data_sha256 &&
+            it->second.adapter == step.adapter) {
+          step = it->second;  // checked again when the run reaches it
+        }
+      }
+    }
+    break;  // only the latest upgrade of the candidate
+  }
+  p.status.record.steps = steps_text(p.status.steps);
+  if (p.status.record.id > 0) {
+    LG_RETURN_IF_ERROR(store_->update(p.status.record));
+  } else {
+    LG_ASSIGN_OR_RETURN(p.status.record.id, store_->add(p.status.record));
+  }
+  LG_ASSIGN_OR_RETURN(p.status.record, store_->get(p.status.record.id));  // with the times the store set
+  UpgradeStatus started = p.status;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_ = std::make_unique<UpgradeStatus>(p.status);
+  }
+  cancel_.store(false);
+  worker_ = std::thread([this, p = std::move(p)]() mutable { run(std::move(p)); });
+  return started;
+}
+
+void UpgradeJobs::run(Plan plan) {
+  // Retraining is minutes of CPU: at the lowest OS priority, live forward passes take the cores first.
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
+  if (load_candidate(plan) && retrain_all(plan) && evaluate(plan)) promote(plan);
+  std::lock_guard<std::mutex> lock(mu_);
+  running_.reset();
+}
+
+void UpgradeJobs::publish(Plan& plan, bool force) {
+  plan.status.record.steps = steps_text(plan.status.steps);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (running_ != nullptr) *running_ = plan.status;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (!force && now - plan.last_write < std::chrono::seconds(1)) return;
+  plan.last_write = now;
+  if (Status s = store_->update(plan.status.record); !s.is_ok()) {
+    std::cerr << "loragate: upgrade " << plan.status.record.id << " not recorded: " << s.to_string() << "\n";
+  }
+}
+
+void UpgradeJobs::finish(Plan& plan, const std::string& state, const std::string& error) {
+  UpgradeRecord& r = plan.status.record;
+  r.state = state;
+  r.error = error;
+  if (state == "cancelled" && shutting_down_.load()) {
+    r.state = "interrupted";
+    r.error = "the server shut down while it ran; ask for the same candidate again to resume";
+  }
+  publish(plan);
+}
+
+bool UpgradeJobs::load_candidate(Plan& plan) {
+  const std::string& name = plan.request.candidate;
+  if (!bases_->find(name).is_ok()) {
+    bool known = false;
+    for (const BaseStatus& b : bases_->list()) known = known || b.name == name;
+    if (!known) {
+      Status added = bases_->add(BaseSpec{name, plan.request.path, plan.request.dtype});
+      if (hooks_.routes_changed) hooks_.routes_changed();
+      if (!added.is_ok()) {
+        finish(plan, "failed", "loading the candidate: " + added.message());
+        return false;
+      }
+    }
+    while (!bases_->wait_loaded(name, std::chrono::steady_clock::now() + std::chrono::milliseconds(200))) {
+      if (cancelled()) {
+        finish(plan, "cancelled", "cancelled while the candidate loaded");
+        return false;
+      }
+      bool loading = false;
+      for (const BaseStatus& b : bases_->list()) loading = loading || (b.name == name && b.state == BaseState::kLoading);
+      if (!loading) break;
+    }
+  }
+  Result<std::shared_ptr<ServingBase>> candidate = bases_->find(name);
+  if (!candidate.is_ok()) {
+    finish(plan, "failed", "the candidate did not load: " + candidate.status().message());
+    return false;
+  }
+  plan.base.sha256 = (*candidate)->sha256();
+  plan.base.gate = &bases_->compute_gate();
+  plan.base.dir = plan.request.path;
+  plan.base.dtype = plan.request.dtype;
+  for (const BaseStatus& b : bases_->list()) {
+    if (b.name != name) continue;
+    plan.base.dir = b.path;
+    if (Result<WeightType> t = parse_weight_type(b.dtype); t.is_ok()) plan.base.dtype = *t;
+  }
+  return true;
+}
+
+bool UpgradeJobs::retrain_all(Plan& plan) {
+  plan.status.record.state = "training";
+  publish(plan);
+  const std::string root = (fs::path(options_.trained_dir) / plan.request.candidate).string();
+  for (size_t i = 0; i < plan.status.steps.size(); ++i) {
+    UpgradeStep& step = plan.status.steps[i];
+    if (step.state == "skipped") continue;
+    if (step.state == "registered") {  // kept from the interrupted run: still what the registry routes?
+      Result<AdapterRecord> a = registry_->get_adapter(step.adapter, plan.request.candidate);
+      Result<std::string> routed = registry_->resolve_scenario(step.scenario, plan.request.candidate);
+      if (a.is_ok() && routed.is_ok() && *routed == step.adapter && same_path(a->path, step.out_dir)) continue;
+    }
+    if (cancelled()) {
+      finish(plan, "cancelled", "cancelled before scenario '" + step.scenario + "' was retrained");
+      return false;
+    }
+    step.state = "training";
+    step.error.clear();
+    publish(plan);
+    auto on_step = [&](const train::TrainProgress& p) {
+      step.step = p.step;
+      step.total_steps = p.total_steps;
+      step.loss = p.loss;
+      if (p.step <= 1 || step.first_loss == 0) step.first_loss = p.loss;
+      step.tokens_per_s = p.tokens_per_s;
+      step.eta_s = p.eta_s;
+      publish(plan, /*force=*/false);
+    };
+    Result<RetrainOutcome> out = retrain_adapter(plan.base, plan.specs[i], root, options_.training_roots, on_step,
+                                                 &cancel_);
+    if (!out.is_ok()) {
+      const bool was_cancelled = cancelled() || out.status().code() == StatusCode::kCancelled;
+      step.state = was_cancelled ? "cancelled" : "failed";
+      step.error = out.status().message();
+      finish(plan, was_cancelled ? "cancelled" : "failed",
+             was_cancelled ? "cancelled while scenario '" + step.scenario + "' was retrained (resumable)"
+                           : out.status().message());
+      return false;
+    }
+    step.out_dir = out->dir;
+    step.reused = out->reused;
+    if (out->steps > 0) step.step = step.total_steps = out->steps;
+    if (out->first_loss != 0) step.first_loss = out->first_loss;
+    if (out->last_loss != 0) step.loss = out->last_loss;
+    if (!register_step(plan, step)) return false;
+  }
+  return true;
+}
+
+bool UpgradeJobs::register_step(Plan& plan, UpgradeStep& step) {
+  const std::string& candidate = plan.request.candidate;
+  auto fail = [&](const Status& s) {
+    step.state = "failed";
+    step.error = "registering the retrained adapter: " + s.message();
+    finish(plan, "failed", "scenario '" + step.scenario + "': " + step.error);
+    return false;
+  };
+  Result<AdapterRecord> existing = registry_->get_adapter(step.adapter, candidate);
+  if (!existing.is_ok() || !same_path(existing->path, step.out_dir)) {
+    // Another version of the adapter is on the candidate: the scenarios using it there move to the new one.
+    std::vector<ScenarioRecord> users;
+    std::vector<TrainingSetRecord> their_training;
+    if (existing.is_ok()) {
+      Result<std::vector<ScenarioRecord>> all = registry_->list_scenarios(candidate);
+      if (!all.is_ok()) return fail(all.status());
+      for (const ScenarioRecord& s : *all) {
+        if (s.adapter != step.adapter) continue;
+        users.push_back(s);
+        // Removing a scenario may remove its name's training set (the last of its name): kept to restore.
+        if (Result<TrainingSetRecord> t = registry_->get_training_set(s.name); t.is_ok()) their_training.push_back(*t);
+        if (Status rm = registry_->remove_scenario(s.name, candidate); !rm.is_ok()) return fail(rm);
+      }
+      if (Status rm = hooks_.unregister_adapter(step.adapter, candidate); !rm.is_ok()) return fail(rm);
+    }
+    Result<AdapterRecord> added = hooks_.register_adapter(step.adapter, step.out_dir, candidate);
+    for (const ScenarioRecord& s : users) (void)registry_->set_scenario(s.name, candidate, s.adapter);
+    for (const TrainingSetRecord& t : their_training) (void)registry_->set_training_set(t);
+    if (!added.is_ok()) return fail(added.status());
+  }
+  Result<ScenarioRecord> routed = registry_->set_scenario(step.scenario, candidate, step.adapter);
+  if (hooks_.routes_changed) hooks_.routes_changed();
+  if (!routed.is_ok()) return fail(routed.status());
+  step.state = "registered";
+  publish(plan);
+  return true;
+}
+
+Result<std::string> UpgradeJobs::write_report(const Plan& plan, int64_t run_id,
+                                              std::vector<std::string>* failing) const {
+  LG_ASSIGN_OR_RETURN(EvaluationRecord run, runs_->get(run_id));
+  const json report = json::parse(run.report, nullptr, /*allow_exceptions=*/false);
+  if (report.is_discarded()) return Status::corrupt("evaluation run " + std::to_string(run_id) + ": report is not JSON");
+  for (const json& g : report.value("gates", json::array())) {
+    if (g.value("verdict", "") == "fail") failing->push_back(g.value("scenario", "") + "/" + g.value("metric", ""));
+  }
+  const fs::path dir = fs::path(options_.trained_dir) / plan.request.candidate;
+  const std::string stem = "upgrade-" + std::to_string(plan.status.record.id) + "-run-" + std::to_string(run_id);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  const std::string json_path = (dir / (stem + ".json")).string();
+  std::ofstream out(json_path);
+  out << report.dump(2, ' ', false, json::error_handler_t::replace);
+  if (!out) return Status::io_error("cannot write the report " + json_path);
+  if (Result<RunResult> parsed = run_from_json(report); parsed.is_ok()) {  // and the page beside it
+    std::ofstream page(dir / (stem + ".html"));
+    page << report_html(*parsed);
+  }
+  return json_path;
+}
+
+bool UpgradeJobs::evaluate(Plan& plan) {
+  plan.status.record.state = "evaluating";
+  publish(plan);
+  Result<JobStatus> job = evaluations_->start(plan.request.candidate, plan.request.suite_path,
+                                              plan.request.gates_path, options_.eval_roots);
+  if (!job.is_ok()) {
+    finish(plan, "failed", "the evaluation did not start: " + job.status().message());
+    return false;
+  }
+  JobStatus now = *job;
+  bool asked_to_cancel = false;
+  while (now.state == "queued" || now.state == "running") {
+    std::this_thread::sleep_for(options_.poll);
+    if (cancelled() && !asked_to_cancel) {
+      asked_to_cancel = true;
+      (void)evaluations_->cancel(now.id);
+    }
+    Result<JobStatus> again = evaluations_->get(now.id);
+    if (!again.is_ok()) {
+      finish(plan, "failed", "the evaluation vanished: " + again.status().message());
+      return false;
+    }
+    now = *again;
+  }
+  plan.status.record.evaluation = now.run_id;
+  if (now.state == "cancelled") {
+    finish(plan, "cancelled", "cancelled while the evaluation ran (evaluation " + std::to_string(now.id) + ")");
+    return false;
+  }
+  if (now.state != "done") {
+    finish(plan, "failed", "the evaluation failed: " + now.error);
+    return false;
+  }
+  plan.status.record.verdict = now.verdict;
+  std::vector<std::string> failing;
+  Result<std::string> report = write_report(plan, now.run_id, &failing);
+  if (report.is_ok()) plan.status.record.report = *report;
+  if (now.verdict != "pass") {
+    std::string why = "the evaluation's verdict is " + now.verdict + " (run " + std::to_string(now.run_id) + ")";
+    if (!failing.empty()) why += ": failing gates: " + quoted_list(failing);
+    finish(plan, "failed", why);
+    return false;
+  }
+  if (!report.is_ok()) std::cerr << "loragate: upgrade report not written: " << report.status().to_string() << "\n";
+  return true;
+}
+
+void UpgradeJobs::promote(Plan& plan) {
+  if (!plan.request.promote) return finish(plan, "passed", "");
+  plan.status.record.state = "promoting";
+  publish(plan);
+  const Status swapped = hooks_.promote
+                            ? hooks_.promote(plan.request.candidate, plan.request.actor)
+                            : bases_->promote(plan.request.candidate, /*force=*/false, plan.request.actor).status();
+  if (hooks_.routes_changed) hooks_.routes_changed();
+  if (!swapped.is_ok()) return finish(plan, "failed", "the evaluation passed but promote was refused: " + swapped.message());
+  finish(plan, "promoted", "");
+}
+
+Result<UpgradeStatus> UpgradeJobs::get(int64_t id) const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (running_ != nullptr && running_->record.id == id) return *running_;
+  }
+  LG_ASSIGN_OR_RETURN(UpgradeRecord record, store_->get(id));
+  return status_of(record);
+}
+
+Result<std::vector<UpgradeStatus>> UpgradeJobs::list() const {
+  LG_ASSIGN_OR_RETURN(std::vector<UpgradeRecord> records, store_->list(50));
+  std::vector<UpgradeStatus> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const UpgradeRecord& r : records) {
+    out.push_back(running_ != nullptr && running_->record.id == r.id ? *running_ : status_of(r));
+  }
+  return out;
+}
+
+Status UpgradeJobs::cancel(int64_t id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (running_ != nullptr && running_->record.id == id) {
+      cancel_.store(true);
+      return Status::ok();
+    }
+  }
+  return store_->get(id).status();  // not_found, or it has ended
+}
+
+}  // namespace loragate::eval
