@@ -5,12 +5,12 @@
 
 #include <boost/asio/signal_set.hpp>
 
+#include "gateway/metrics/request_log.h"
 #include "gateway/openai/openai_chat.h"
 #include "gateway/openai/openai_completions.h"
 #include "gateway/openai/openai_errors.h"
 #include "gateway/openai/openai_models.h"
 #include "gateway/openai/openai_tokenize.h"
-#include "gateway/metrics/request_log.h"
 
 namespace loragate {
 

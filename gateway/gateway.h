@@ -28,14 +28,14 @@
 #include "bases/base_set.h"
 #include "common/status.h"
 #include "gateway/admin/blocking_work.h"
-#include "gateway/openai/generation_runner.h"
 #include "gateway/http/http_server.h"
-#include "gateway/model_resolver.h"
-#include "gateway/openai/openai_request.h"
-#include "gateway/openai/prompt_size_limit.h"
-#include "gateway/metrics/request_observer.h"
 #include "gateway/http/router.h"
 #include "gateway/http/server_options.h"
+#include "gateway/metrics/request_observer.h"
+#include "gateway/model_resolver.h"
+#include "gateway/openai/generation_runner.h"
+#include "gateway/openai/openai_request.h"
+#include "gateway/openai/prompt_size_limit.h"
 
 namespace loragate {
 

@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <chrono>
 
-#include "upgrade/promotion_check.h"
+#include "common/path_roots.h"
+#include "common/sha256.h"
 #include "evaluator/run_history.h"
 #include "evaluator/runner.h"
 #include "evaluator/suite.h"
-#include "common/path_roots.h"
-#include "common/sha256.h"
+#include "upgrade/promotion_check.h"
 
 namespace loragate::eval {
 

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 
+#include "common/atomic_file.h"
 #include "evaluator/report.h"
 #include "upgrade/retrain.h"
 
@@ -25,62 +26,7 @@ struct UpgradeJobs::Plan {
   std::chrono::steady_clock::time_point last_write;
 };
 
-json upgrade_step_json(const UpgradeStep& s) {
-  json j = {{"scenario", s.scenario},       {"adapter", s.adapter},     {"state", s.state},
-            {"data_path", s.data_path},     {"data_sha256", s.data_sha256}, {"out_dir", s.out_dir},
-            {"reused", s.reused},           {"step", s.step},           {"total_steps", s.total_steps},
-            {"loss", s.loss},               {"first_loss", s.first_loss}, {"tokens_per_s", s.tokens_per_s},
-            {"eta_s", s.eta_s}};
-  if (!s.error.empty()) j["error"] = s.error;
-  return j;
-}
-
-UpgradeStep upgrade_step_from_json(const json& j) {
-  UpgradeStep s;
-  if (!j.is_object()) return s;
-  auto text = [&](const char* key, std::string* out) {
-    if (j.contains(key) && j.at(key).is_string()) *out = j.at(key).get<std::string>();
-  };
-  auto number = [&](const char* key, double* out) {
-    if (j.contains(key) && j.at(key).is_number()) *out = j.at(key).get<double>();
-  };
-  auto integer = [&](const char* key, int64_t* out) {
-    if (j.contains(key) && j.at(key).is_number_integer()) *out = j.at(key).get<int64_t>();
-  };
-  text("scenario", &s.scenario);
-  text("adapter", &s.adapter);
-  text("state", &s.state);
-  text("data_path", &s.data_path);
-  text("data_sha256", &s.data_sha256);
-  text("out_dir", &s.out_dir);
-  text("error", &s.error);
-  if (j.contains("reused") && j.at("reused").is_boolean()) s.reused = j.at("reused").get<bool>();
-  integer("step", &s.step);
-  integer("total_steps", &s.total_steps);
-  number("loss", &s.loss);
-  number("first_loss", &s.first_loss);
-  number("tokens_per_s", &s.tokens_per_s);
-  number("eta_s", &s.eta_s);
-  return s;
-}
-
 namespace {
-
-std::string steps_text(const std::vector<UpgradeStep>& steps) {
-  json out = json::array();
-  for (const UpgradeStep& s : steps) out.push_back(upgrade_step_json(s));
-  return out.dump();
-}
-
-UpgradeStatus status_of(const UpgradeRecord& record) {
-  UpgradeStatus status;
-  status.record = record;
-  const json steps = json::parse(record.steps, nullptr, /*allow_exceptions=*/false);
-  if (steps.is_array()) {
-    for (const json& s : steps) status.steps.push_back(upgrade_step_from_json(s));
-  }
-  return status;
-}
 
 std::string quoted_list(const std::vector<std::string>& names) {
   std::string out;
@@ -95,27 +41,6 @@ bool same_path(const std::string& a, const std::string& b) {
 }
 
 }  // namespace
-
-json upgrade_status_json(const UpgradeStatus& s) {
-  const UpgradeRecord& r = s.record;
-  json steps = json::array();
-  for (const UpgradeStep& step : s.steps) steps.push_back(upgrade_step_json(step));
-  json j = {{"id", r.id},
-            {"candidate", r.candidate},
-            {"path", r.candidate_path},
-            {"online", r.online_base},
-            {"state", r.state},
-            {"promote", r.promote},
-            {"skip_untrained", r.skip_untrained},
-            {"steps", steps},
-            {"verdict", r.verdict.empty() ? json() : json(r.verdict)},
-            {"evaluation", r.evaluation > 0 ? json(r.evaluation) : json()},
-            {"report", r.report.empty() ? json() : json(r.report)},
-            {"error", r.error.empty() ? json() : json(r.error)},
-            {"started_at", r.started_at},
-            {"updated_at", r.updated_at}};
-  return j;
-}
 
 UpgradeJobs::UpgradeJobs(BaseSet* bases, Registry* registry, EvaluationJobs* evaluations, EvaluationStore* runs,
                          UpgradeStore* store, UpgradeHooks hooks, UpgradeOptions options)
@@ -240,7 +165,7 @@ Result<UpgradeStatus> UpgradeJobs::start(const UpgradeRequest& request) {
     if (e.state == "interrupted" || e.state == "cancelled") {
       p.status.record.id = e.id;
       std::map<std::string, UpgradeStep> kept;
-      for (UpgradeStep& s : status_of(e).steps) kept[s.scenario] = std::move(s);
+      for (UpgradeStep& s : upgrade_status_of(e).steps) kept[s.scenario] = std::move(s);
       for (UpgradeStep& step : p.status.steps) {
         auto it = kept.find(step.scenario);
         if (it != kept.end() && it->second.state == "registered" && it->second.data_sha256 == step.data_sha256 &&
@@ -251,7 +176,7 @@ Result<UpgradeStatus> UpgradeJobs::start(const UpgradeRequest& request) {
     }
     break;  // only the latest upgrade of the candidate
   }
-  p.status.record.steps = steps_text(p.status.steps);
+  p.status.record.steps = upgrade_steps_text(p.status.steps);
   if (p.status.record.id > 0) {
     LG_RETURN_IF_ERROR(store_->update(p.status.record));
   } else {
@@ -277,7 +202,7 @@ void UpgradeJobs::run(Plan plan) {
 }
 
 void UpgradeJobs::publish(Plan& plan, bool force) {
-  plan.status.record.steps = steps_text(plan.status.steps);
+  plan.status.record.steps = upgrade_steps_text(plan.status.steps);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (running_ != nullptr) *running_ = plan.status;
@@ -431,8 +356,9 @@ bool UpgradeJobs::register_step(Plan& plan, UpgradeStep& step) {
 Result<std::string> UpgradeJobs::write_report(const Plan& plan, int64_t run_id,
                                               std::vector<std::string>* failing) const {
   LG_ASSIGN_OR_RETURN(EvaluationRecord run, runs_->get(run_id));
-  const json report = json::parse(run.report, nullptr, /*allow_exceptions=*/false);
+  json report = json::parse(run.report, nullptr, /*allow_exceptions=*/false);
   if (report.is_discarded()) return Status::corrupt("evaluation run " + std::to_string(run_id) + ": report is not JSON");
+  report["id"] = run_id;  // stored before the store gave it its id
   for (const json& g : report.value("gates", json::array())) {
     if (g.value("verdict", "") == "fail") failing->push_back(g.value("scenario", "") + "/" + g.value("metric", ""));
   }
@@ -441,13 +367,10 @@ Result<std::string> UpgradeJobs::write_report(const Plan& plan, int64_t run_id,
   std::error_code ec;
   fs::create_directories(dir, ec);
   const std::string json_path = (dir / (stem + ".json")).string();
-  std::ofstream out(json_path);
-  out << report.dump(2, ' ', false, json::error_handler_t::replace);
-  if (!out) return Status::io_error("cannot write the report " + json_path);
-  if (Result<RunResult> parsed = run_from_json(report); parsed.is_ok()) {  // and the page beside it
-    std::ofstream page(dir / (stem + ".html"));
-    page << report_html(*parsed);
-  }
+  LG_RETURN_IF_ERROR(write_file_atomic(json_path, report.dump(2, ' ', false, json::error_handler_t::replace)));
+  LG_ASSIGN_OR_RETURN(RunResult parsed, run_from_json(report));  // and the page beside it
+  parsed.id = run_id;
+  LG_RETURN_IF_ERROR(write_file_atomic(upgrade_report_html_path(json_path), report_html(parsed)));
   return json_path;
 }
 
@@ -474,6 +397,11 @@ bool UpgradeJobs::evaluate(Plan& plan) {
       return false;
     }
     now = *again;
+    if (now.done != plan.status.eval_done || now.total != plan.status.eval_total) {
+      plan.status.eval_done = now.done;
+      plan.status.eval_total = now.total;
+      publish(plan);
+    }
   }
   plan.status.record.evaluation = now.run_id;
   if (now.state == "cancelled") {
@@ -516,7 +444,7 @@ Result<UpgradeStatus> UpgradeJobs::get(int64_t id) const {
     if (running_ != nullptr && running_->record.id == id) return *running_;
   }
   LG_ASSIGN_OR_RETURN(UpgradeRecord record, store_->get(id));
-  return status_of(record);
+  return upgrade_status_of(record);
 }
 
 Result<std::vector<UpgradeStatus>> UpgradeJobs::list() const {
@@ -524,7 +452,7 @@ Result<std::vector<UpgradeStatus>> UpgradeJobs::list() const {
   std::vector<UpgradeStatus> out;
   std::lock_guard<std::mutex> lock(mu_);
   for (const UpgradeRecord& r : records) {
-    out.push_back(running_ != nullptr && running_->record.id == r.id ? *running_ : status_of(r));
+    out.push_back(running_ != nullptr && running_->record.id == r.id ? *running_ : upgrade_status_of(r));
   }
   return out;
 }

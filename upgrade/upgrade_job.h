@@ -33,14 +33,13 @@
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "bases/base_set.h"
 #include "common/weight_type.h"
-#include "upgrade/evaluation_jobs.h"
 #include "registry/evaluation_store.h"
 #include "registry/registry.h"
 #include "registry/upgrade_store.h"
+#include "upgrade/evaluation_jobs.h"
+#include "upgrade/upgrade_status.h"
 
 namespace loragate::eval {
 
@@ -67,24 +66,6 @@ struct UpgradeHooks {
   std::function<Status(const std::string& candidate, const std::string& actor)> promote;
 };
 
-// One scenario of an upgrade.
-struct UpgradeStep {
-  std::string scenario;
-  std::string adapter;      // its adapter's name (on the serving base, and so on the candidate)
-  // pending | training | registered | skipped (no training set) | failed | cancelled
-  std::string state = "pending";
-  std::string data_path, data_sha256;
-  std::string out_dir;      // the retrained adapter's folder
-  bool reused = false;      // found finished in out_dir: not trained again
-  int64_t step = 0, total_steps = 0;
-  double loss = 0, first_loss = 0;
-  double tokens_per_s = 0, eta_s = 0;
-  std::string error;
-};
-nlohmann::json upgrade_step_json(const UpgradeStep& step);
-// Tolerant: absent keys keep their defaults (the record is ours).
-UpgradeStep upgrade_step_from_json(const nlohmann::json& j);
-
 struct UpgradeRequest {
   std::string candidate;              // the candidate base's name
   std::string path;                   // its model directory (resolved by the caller inside the base roots)
@@ -95,10 +76,6 @@ struct UpgradeRequest {
   std::string actor = "admin";        // who asked, for the swap history
 };
 
-struct UpgradeStatus {
-  UpgradeRecord record;               // id, candidate, state, verdict, evaluation, report, error
-  std::vector<UpgradeStep> steps;
-};
 
 class UpgradeJobs {
  public:
@@ -162,8 +139,5 @@ class UpgradeJobs {
   std::atomic<bool> shutting_down_{false};  // the cancel came from cancel_all
 };
 
-// The upgrade as the admin API shows it: {id, candidate, path, online, state,
-// promote, skip_untrained, steps, verdict, evaluation, report, error, ...}.
-nlohmann::json upgrade_status_json(const UpgradeStatus& status);
 
 }  // namespace loragate::eval

@@ -45,17 +45,17 @@
 #include <vector>
 
 #include "bases/base_set.h"
-#include "upgrade/evaluation_jobs.h"
-#include "upgrade/upgrade_job.h"
 #include "fleet/fleet_member.h"
 #include "fleet/fleet_rollout.h"
 #include "gateway/admin/admin_gate.h"
 #include "gateway/admin/blocking_work.h"
+#include "gateway/http/router.h"
 #include "gateway/metrics/metrics.h"
 #include "gateway/registry_resolver.h"
-#include "gateway/http/router.h"
 #include "gateway/shadow_traffic.h"
 #include "registry/registry.h"
+#include "upgrade/evaluation_jobs.h"
+#include "upgrade/upgrade_job.h"
 
 namespace loragate {
 

@@ -40,10 +40,10 @@
 #include <boost/beast/http/parser.hpp>
 
 #include "gateway/http/http_exchange.h"
-#include "gateway/openai/openai_errors.h"
 #include "gateway/http/peer_watch.h"
 #include "gateway/http/server_options.h"
 #include "gateway/http/stream_writer.h"
+#include "gateway/openai/openai_errors.h"
 
 namespace loragate {
 

@@ -6,8 +6,8 @@
 
 #include <memory>
 
-#include "gateway/http/http_exchange.h"
 #include "gateway/admin/listing_access.h"
+#include "gateway/http/http_exchange.h"
 #include "gateway/metrics/metrics.h"
 
 namespace loragate {

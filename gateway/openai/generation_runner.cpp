@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "gateway/openai/openai_errors.h"
-#include "gateway/shadow_traffic.h"
 #include "gateway/openai/stream_sink.h"
+#include "gateway/shadow_traffic.h"
 
 namespace loragate {
 

@@ -24,9 +24,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tokenizer/tokenizer.h"
 #include "gateway/openai/openai_request.h"
 #include "gateway/openai/response_format.h"
+#include "tokenizer/tokenizer.h"
 
 namespace loragate {
 

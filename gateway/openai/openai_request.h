@@ -14,9 +14,9 @@
 
 #include "bases/base_set.h"
 #include "gateway/admin/blocking_work.h"
-#include "gateway/openai/generation_runner.h"
 #include "gateway/http/http_exchange.h"
 #include "gateway/model_resolver.h"
+#include "gateway/openai/generation_runner.h"
 #include "gateway/openai/prompt_size_limit.h"
 #include "gateway/openai/request_fields.h"
 

@@ -24,11 +24,11 @@
 #include <boost/beast/http/parser.hpp>
 
 #include "gateway/admin/admin_auth.h"
-#include "gateway/openai/openai_errors.h"
-#include "gateway/openai/request_fields.h"
 #include "gateway/http/request_framing.h"
 #include "gateway/http/router.h"
 #include "gateway/http/server_options.h"
+#include "gateway/openai/openai_errors.h"
+#include "gateway/openai/request_fields.h"
 
 namespace {
 

@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "chat/chat_template.h"
-#include "tokenizer/tokenizer.h"
+#include "fuzz_util.h"
 #include "gateway/openai/openai_chat.h"
 #include "gateway/openai/openai_completions.h"
 #include "gateway/openai/request_fields.h"
-#include "fuzz_util.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 

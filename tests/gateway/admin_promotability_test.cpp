@@ -3,9 +3,9 @@
 // the evaluation history's reasons, the same checks promote makes.
 #include <gtest/gtest.h>
 
-#include "upgrade/promotion_check.h"
 #include "registry/evaluation_store.h"
 #include "tests/gateway/admin_fixture.h"
+#include "upgrade/promotion_check.h"
 
 namespace loragate::testing {
 namespace {

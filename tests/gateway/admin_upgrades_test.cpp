@@ -17,9 +17,6 @@
 #include <nlohmann/json.hpp>
 
 #include "bases/base_set.h"
-#include "upgrade/evaluation_jobs.h"
-#include "upgrade/promotion_check.h"
-#include "upgrade/upgrade_job.h"
 #include "gateway/admin/admin_api.h"
 #include "gateway/gateway.h"
 #include "gateway/registry_resolver.h"
@@ -28,6 +25,9 @@
 #include "registry/upgrade_store.h"
 #include "tests/gateway/http_test_client.h"
 #include "tests/test_util.h"
+#include "upgrade/evaluation_jobs.h"
+#include "upgrade/promotion_check.h"
+#include "upgrade/upgrade_job.h"
 
 namespace loragate::testing {
 namespace {

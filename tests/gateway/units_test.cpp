@@ -3,10 +3,10 @@
 // (with a fake Exchange).
 #include <gtest/gtest.h>
 
+#include "gateway/http/router.h"
 #include "gateway/model_resolver.h"
 #include "gateway/openai/openai_errors.h"
 #include "gateway/openai/request_fields.h"
-#include "gateway/http/router.h"
 
 namespace loragate {
 namespace {

@@ -20,10 +20,10 @@
 #include <nlohmann/json.hpp>
 
 #include "bases/base_set.h"
-#include "upgrade/evaluation_jobs.h"
 #include "registry/evaluation_store.h"
 #include "registry/registry.h"
 #include "tests/test_util.h"
+#include "upgrade/evaluation_jobs.h"
 
 namespace loragate::eval {
 namespace {

@@ -8,9 +8,9 @@
 #include "bases/base_set.h"
 #include "common/sha256.h"
 #include "evaluator/gates.h"
-#include "upgrade/promotion_check.h"
 #include "evaluator/report.h"
 #include "tests/test_util.h"
+#include "upgrade/promotion_check.h"
 
 namespace loragate::eval {
 namespace {
