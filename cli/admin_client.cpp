@@ -2,7 +2,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <iostream>
+#include <thread>
 
 #include "cli/commands.h"
 #include "client/http_client.h"
@@ -27,23 +29,64 @@ std::shared_ptr<AdminOptions> add_admin_options(CLI::App* cmd) {
   cmd->add_option("--url", o->url, "Server base URL (default $LORAGATE_URL or http://127.0.0.1:8000)");
   cmd->add_option("--token", o->token, "Admin bearer token (default $LORAGATE_ADMIN_TOKEN)");
   cmd->add_flag("--json", o->json, "Print the server's JSON");
-  cmd->add_option("--timeout", o->timeout_s, "Seconds to wait for the server")->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout", o->timeout_s, "Seconds to wait for the server's answer")->check(CLI::PositiveNumber);
+  cmd->add_option("--wait", o->wait_s, "Seconds to keep retrying while the server refuses connections (starting)")
+      ->check(CLI::NonNegativeNumber);
   return o;
 }
 
-Result<json> admin_call(const AdminOptions& o, const std::string& method, const std::string& target,
-                        const json& body) {
+namespace {
+
+// One request, retried while the connection is refused: a server started in
+// the background a moment ago does not listen yet. Any other failure (a
+// timeout, a reset) is returned at once: the request may have reached it.
+Result<client::HttpResult> request_waiting(const AdminOptions& o, const std::string& method,
+                                           const std::string& target, const std::string& body,
+                                           const client::Headers& headers) {
   client::ClientOptions copts;
   copts.read_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
   copts.total_timeout = copts.read_timeout;
-  LG_ASSIGN_OR_RETURN(auto http, client::HttpClient::create(o.url, copts));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(o.wait_s * 1000));
+  bool told = false;
+  for (;;) {
+    LG_ASSIGN_OR_RETURN(auto http, client::HttpClient::create(o.url, copts));
+    Result<client::HttpResult> res = http.request(method, target, body, headers);
+    if (res.is_ok() || res.status().code() != StatusCode::kUnavailable ||
+        std::chrono::steady_clock::now() >= deadline) {
+      if (!res.is_ok() && res.status().code() == StatusCode::kUnavailable) {
+        return Status::unavailable(res.status().message() + " (is `loragate serve` running there? --url, --wait)");
+      }
+      return res;
+    }
+    if (!told) {
+      std::cerr << "loragate: waiting for the server at " << o.url << " (connection refused; up to " << o.wait_s
+                << " s, --wait)\n";
+      told = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+}  // namespace
+
+Result<json> admin_call(const AdminOptions& o, const std::string& method, const std::string& target,
+                        const json& body) {
   client::Headers headers;
   if (!o.token.empty()) headers.emplace_back("Authorization", "Bearer " + o.token);
-  LG_ASSIGN_OR_RETURN(auto res, http.request(method, target, body.is_null() ? std::string() : body.dump(), headers));
+  LG_ASSIGN_OR_RETURN(auto res,
+                      request_waiting(o, method, target, body.is_null() ? std::string() : body.dump(), headers));
   Status s = client::status_from_http(res);
   if (!s.is_ok()) {
-    if ((res.status == 401 || res.status == 403) && o.token.empty()) {
-      return Status::invalid_argument(s.message() + " (pass --token or set LORAGATE_ADMIN_TOKEN)");
+    // 403: the server has no admin token, so nothing the client sends can pass;
+    // the fix is on the server's side. 401: the client sent none or a wrong one.
+    if (res.status == 403) {
+      return Status::invalid_argument(s.message() +
+                                      " (the server was started without an admin token: start it with "
+                                      "LORAGATE_ADMIN_TOKEN set, or auth.admin_token in its config)");
+    }
+    if (res.status == 401) {
+      return Status::invalid_argument(s.message() + (o.token.empty() ? " (pass --token or set LORAGATE_ADMIN_TOKEN)"
+                                                                      : " (--token does not match the server's)"));
     }
     return s;
   }
@@ -86,6 +129,34 @@ std::string human_size(const json& obj, const char* key) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
   return buf;
+}
+
+std::string human_time(int64_t unix_seconds) {
+  if (unix_seconds <= 0) return "-";
+  const std::time_t when = static_cast<std::time_t>(unix_seconds);
+  std::tm utc{};
+  gmtime_r(&when, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%Y-%m-%d %H:%M:%S UTC", &utc);
+  const int64_t ago = static_cast<int64_t>(std::time(nullptr)) - unix_seconds;
+  std::string age;
+  if (ago < 0) {
+    age = "in the future";
+  } else if (ago < 120) {
+    age = std::to_string(ago) + " s ago";
+  } else if (ago < 7200) {
+    age = std::to_string(ago / 60) + " min ago";
+  } else if (ago < 172800) {
+    age = std::to_string(ago / 3600) + " h ago";
+  } else {
+    age = std::to_string(ago / 86400) + " days ago";
+  }
+  return std::string(stamp) + " (" + age + ")";
+}
+
+std::string human_time(const json& obj, const char* key) {
+  if (!obj.is_object() || !obj.contains(key) || !obj[key].is_number_integer()) return "-";
+  return human_time(obj[key].get<int64_t>());
 }
 
 void print_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {

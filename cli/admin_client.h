@@ -20,10 +20,11 @@ struct AdminOptions {
   std::string token;
   bool json = false;
   double timeout_s = 30;
+  double wait_s = 15;  // --wait: how long a refused connection is retried (a server still starting)
   std::string base;  // --base where a command takes one; "" = the serving base
 };
 
-// --url, --token, --json and --timeout on one leaf command.
+// --url, --token, --json, --timeout and --wait on one leaf command.
 std::shared_ptr<AdminOptions> add_admin_options(CLI::App* cmd);
 // --base on a command that acts on one base generation.
 void add_base_option(CLI::App* cmd, AdminOptions& o);
@@ -33,7 +34,9 @@ std::string env_actor();
 std::string base_query(const AdminOptions& o);
 
 // One admin call: the parsed JSON body of a 2xx response, else a Status whose
-// message is the server's ("404: adapter 'x' is not registered").
+// message is the server's ("404: adapter 'x' is not registered"). A refused
+// connection is retried for --wait seconds, so a command run right after
+// `serve ... &` finds the server once it listens.
 Result<nlohmann::json> admin_call(const AdminOptions& o, const std::string& method, const std::string& target,
                                   const nlohmann::json& body = nullptr);
 
@@ -45,6 +48,10 @@ void run(const std::function<Status()>& body);
 std::string cell(const nlohmann::json& obj, const char* key);
 // obj[key] (bytes) as "1.2 MiB"; "-" when absent.
 std::string human_size(const nlohmann::json& obj, const char* key = "size_bytes");
+// Unix seconds as "2026-12-07 21:30:05 UTC (4 min ago)"; "-" for 0.
+std::string human_time(int64_t unix_seconds);
+// obj[key] (unix seconds) as human_time; "-" when absent.
+std::string human_time(const nlohmann::json& obj, const char* key);
 // Columns padded to their widest cell, two spaces apart; the last unpadded.
 void print_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
 // j["data"] when it is a list, else an empty list.

@@ -200,7 +200,7 @@ void add_scenario_commands(CLI::App& app) {
         std::vector<std::vector<std::string>> rows;
         for (const json& s : data) {
           const bool trained = s.contains("train") && s["train"].is_object();
-          rows.push_back({cell(s, "name"), cell(s, "adapter"), cell(s, "base_model"), cell(s, "updated_at"),
+          rows.push_back({cell(s, "name"), cell(s, "adapter"), cell(s, "base_model"), human_time(s, "updated_at"),
                           trained ? cell(s["train"], "path") : "-"});
         }
         print_table({"NAME", "ADAPTER", "BASE", "UPDATED", "TRAINING SET"}, rows);

@@ -16,17 +16,18 @@
 #include "cli/admin_client.h"
 #include "cli/commands.h"
 #include "cli/eval_output.h"
+#include "cli/history_db.h"
+#include "common/sha256.h"
 #include "common/weight_type.h"
 #include "evaluator/arm_engine.h"
-#include "upgrade/evaluation_jobs.h"
-#include "evaluator/run_history.h"
 #include "evaluator/gates.h"
 #include "evaluator/report.h"
+#include "evaluator/run_history.h"
 #include "evaluator/runner.h"
 #include "evaluator/suite.h"
 #include "registry/evaluation_store.h"
 #include "registry/registry.h"
-#include "common/sha256.h"
+#include "upgrade/evaluation_jobs.h"
 
 namespace loragate::cli {
 namespace {
@@ -49,7 +50,7 @@ struct RunFlags {
   std::string url;  // server mode: the server evaluates its loaded candidate `candidate`
   std::string online, candidate, online_name = "online", candidate_name = "candidate";
   std::string suite, online_adapters, candidate_adapters, gates;
-  std::string db = ".cache/loragate/registry.db";
+  std::string db = kOfflineHistoryDb;
   std::string json_out, html_out;
   std::string online_dtype = "f32", candidate_dtype = "f32";  // weight storage of each arm
   bool copied_adapter_arm = false;
@@ -117,10 +118,7 @@ Result<eval::Verdict> run_eval(const RunFlags& f) {
   LG_ASSIGN_OR_RETURN(std::unique_ptr<eval::ArmEngine> online, eval::load_offline_arm(f.online_name, f.online, options));
   LG_ASSIGN_OR_RETURN(std::unique_ptr<eval::ArmEngine> candidate,
                       eval::load_offline_arm(f.candidate_name, f.candidate, candidate_options));
-  if (!is_postgres_url(f.db)) {  // a URL names a server, not a directory to make
-    const std::filesystem::path parent = std::filesystem::path(f.db).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent);
-  }
+  make_parent_folder(f.db);
   LG_ASSIGN_OR_RETURN(std::unique_ptr<EvaluationStore> store, EvaluationStore::open(f.db));
 
   ProgressBar bar;
@@ -133,8 +131,8 @@ Result<eval::Verdict> run_eval(const RunFlags& f) {
   ro.progress = [&bar](int64_t done, int64_t total) { bar.update(done, total); };
   LG_ASSIGN_OR_RETURN(eval::RunResult run, eval::run_suite(suite, *online, *candidate, ro));
   LG_ASSIGN_OR_RETURN(run, eval::judge_and_store(std::move(run), gates, *store));
-  LG_RETURN_IF_ERROR(write_reports(run, f.json_out, f.html_out));
   print_summary(run);
+  LG_RETURN_IF_ERROR(write_run_reports(run, f.json_out, f.html_out, reports_dir_for(f.db)));
   return run.verdict;
 }
 
@@ -188,13 +186,12 @@ Status list_evals(const std::string& db) {
     std::cout << "no evaluation runs in " << db << "\n";
     return Status::ok();
   }
-  std::printf("%-5s %-12s %-20s %-20s %s\n", "RUN", "VERDICT", "ONLINE", "CANDIDATE", "FINISHED (unix)");
+  std::vector<std::vector<std::string>> rows;
   for (const EvaluationRecord& r : runs) {
-    std::printf("%-5lld %-12s %-20s %-20s %lld\n", static_cast<long long>(r.id), r.verdict.c_str(),
-                (r.online_base + "-" + r.online_sha256.substr(0, 8)).c_str(),
-                (r.candidate_base + "-" + r.candidate_sha256.substr(0, 8)).c_str(),
-                static_cast<long long>(r.finished_at));
+    rows.push_back({std::to_string(r.id), r.verdict, r.online_base + "-" + r.online_sha256.substr(0, 8),
+                    r.candidate_base + "-" + r.candidate_sha256.substr(0, 8), human_time(r.finished_at)});
   }
+  print_table({"RUN", "VERDICT", "ONLINE", "CANDIDATE", "FINISHED"}, rows);
   return Status::ok();
 }
 
@@ -247,7 +244,7 @@ void add_eval_command(CLI::App& app) {
     cmd->callback([f] { finish(run_eval(*f)); });
   }
   {
-    auto db = std::make_shared<std::string>(".cache/loragate/registry.db");
+    auto db = std::make_shared<std::string>(kOfflineHistoryDb);
     CLI::App* cmd = ev->add_subcommand("ls", "List stored evaluation runs");
     cmd->add_option("--db", *db, "Registry file")->capture_default_str();
     cmd->callback([db] {
@@ -256,7 +253,7 @@ void add_eval_command(CLI::App& app) {
     });
   }
   {
-    auto db = std::make_shared<std::string>(".cache/loragate/registry.db");
+    auto db = std::make_shared<std::string>(kOfflineHistoryDb);
     auto id = std::make_shared<int64_t>(0);
     auto html = std::make_shared<std::string>();
     auto as_json = std::make_shared<bool>(false);

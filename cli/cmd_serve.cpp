@@ -10,15 +10,16 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include "bases/base_set.h"
 #include "cli/commands.h"
 #include "cli/demo.h"
+#include "cli/history_db.h"
 #include "cli/serve_config.h"
-#include "upgrade/evaluation_jobs.h"
-#include "upgrade/promotion_check.h"
-#include "upgrade/upgrade_job.h"
+#include "common/weight_type.h"
+#include "engine/quantized_file.h"
 #include "fleet/fleet_member.h"
 #include "fleet/fleet_rollout.h"
 #include "gateway/admin/admin_api.h"
@@ -28,6 +29,9 @@
 #include "gateway/registry_resolver.h"
 #include "registry/registry.h"
 #include "registry/upgrade_store.h"
+#include "upgrade/evaluation_jobs.h"
+#include "upgrade/promotion_check.h"
+#include "upgrade/upgrade_job.h"
 
 namespace loragate::cli {
 namespace {
@@ -37,14 +41,12 @@ struct ServeFlags {
   std::string host, model, served_name, admin_token, registry, replica_url;
   std::vector<std::string> adapter_roots, base_roots, eval_roots, training_roots;
   int port = -1;
+  std::string dtype;  // --dtype: overrides model.dtype
   bool prefix_caching = false, no_prefix_caching = false;  // override engine.prefix_caching (one at most)
 };
 
 Result<std::unique_ptr<Registry>> open_registry(const ServeConfig& c) {
-  if (!is_postgres_url(c.registry_path)) {  // a URL names a server, not a directory to make
-    const std::filesystem::path parent = std::filesystem::path(c.registry_path).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent);
-  }
+  make_parent_folder(c.registry_path);
   return Registry::open(c.registry_path);
 }
 
@@ -96,6 +98,51 @@ Status apply_config_registrations(const ServeConfig& c, Registry& registry, cons
   return Status::ok();
 }
 
+// A folder written by `loragate quantize` holds one weight type: with model.dtype
+// left at its default (f32, which such a folder cannot be held as), serve it as
+// that type. Any other dtype asked for is kept, and a mismatch is refused at load.
+Status serve_quantized_as_written(ServeConfig& c) {
+  if (c.engine.weight_dtype != WeightType::kF32) return Status::ok();
+  Result<std::unique_ptr<WeightStore>> store = WeightStore::open_dir(c.model_path);
+  if (!store.is_ok()) return Status::ok();  // the load says what is wrong, with its context
+  LG_ASSIGN_OR_RETURN(std::optional<WeightType> written, quantized_file_type(**store));
+  if (written) {
+    c.engine.weight_dtype = *written;
+    std::cerr << "loragate: " << c.model_path << " was quantised to " << weight_type_name(*written)
+              << ": serving it as " << weight_type_name(*written) << " (--dtype to choose)\n";
+  }
+  return Status::ok();
+}
+
+// "a, b, c and 4 more": a banner line stays readable with many names.
+std::string some_names(const std::vector<std::string>& names, size_t most = 8) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < most; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > most) out += " and " + std::to_string(names.size() - most) + " more";
+  return out.empty() ? "none" : out;
+}
+
+// Where this server's state lives and what it found there: every base the
+// registry holds (and its state) and the adapters registered on each, so a
+// server that restored an earlier run's bases or promotion says so.
+std::string registry_banner(Registry& registry, const std::string& path, const BaseSet& bases) {
+  std::ostringstream out;
+  out << "loragate: registry " << registry_display_name(path) << "\n";
+  Result<std::vector<BaseModelRecord>> records = registry.list_base_models();
+  if (!records.is_ok()) return out.str() + "  (cannot list it: " + records.status().message() + ")\n";
+  for (const BaseModelRecord& b : *records) {
+    if (b.state == BaseModelState::kRetired) continue;
+    std::vector<std::string> adapters;
+    if (Result<std::vector<AdapterRecord>> a = registry.list_adapters(b.name); a.is_ok()) {
+      for (const AdapterRecord& r : *a) adapters.push_back(r.name);
+    }
+    out << "  base " << b.name << " (" << base_model_state_name(b.state) << (bases.find(b.name).is_ok() ? ", loaded" : "")
+        << "): "
+        << adapters.size() << " adapter(s): " << some_names(adapters) << "\n";
+  }
+  return out.str();
+}
+
 int run_serve(const ServeFlags& f) {
   ServeConfig c;
   if (!f.config.empty()) {
@@ -114,6 +161,11 @@ int run_serve(const ServeFlags& f) {
   if (!f.eval_roots.empty()) c.eval_roots = f.eval_roots;
   if (!f.training_roots.empty()) c.training_roots = f.training_roots;
   if (!f.replica_url.empty()) c.fleet_url = f.replica_url;
+  if (!f.dtype.empty()) {
+    Result<WeightType> dtype = parse_weight_type(f.dtype);
+    if (!dtype.is_ok()) return fail("--dtype: " + dtype.status().message());
+    c.engine.weight_dtype = *dtype;
+  }
   if (f.prefix_caching) c.engine.prefix_caching = true;
   if (f.no_prefix_caching) c.engine.prefix_caching = false;
 
@@ -127,6 +179,10 @@ int run_serve(const ServeFlags& f) {
   if (c.served_model_name.empty()) {
     c.served_model_name = std::filesystem::path(c.model_path).lexically_normal().filename().string();
     if (c.served_model_name.empty()) c.served_model_name = "base";
+  }
+  c.registry_path = c.resolved_registry_path();
+  if (f.dtype.empty()) {
+    if (Status s = serve_quantized_as_written(c); !s.is_ok()) return fail(s.to_string());
   }
 
   // The configured suite and gates are read once, before anything loads: a run authorises
@@ -246,7 +302,8 @@ int run_serve(const ServeFlags& f) {
   gw.stop_on_signals();
   if (fleet) {
     fleet->start();
-    std::cout << "loragate: fleet replica " << fleet->options().url << " (registry " << c.registry_path << ")\n";
+    std::cout << "loragate: fleet replica " << fleet->options().url << " (registry "
+              << registry_display_name(c.registry_path) << ")\n";
   }
 
   const std::string url = "http://" + c.server.host + ":" + std::to_string(*port);
@@ -254,6 +311,7 @@ int run_serve(const ServeFlags& f) {
             << num_adapters << " adapters; prefix caching " << (c.engine.prefix_caching ? "on" : "off")
             << "; admin routes "
             << (c.resolved_admin_token().empty() ? "disabled: no token" : "enabled") << ")\n";
+  std::cout << registry_banner(**registry, c.registry_path, bases);
   const std::string example_model = demo ? "support-bot" : c.served_model_name;
   std::cout << "try:\n  curl -s " << url << "/v1/completions -H 'Content-Type: application/json' \\\n"
             << "    -d '{\"model\": \"" << example_model << "\", \"prompt\": \"Once upon a time\", \"max_tokens\": 16}'\n"
@@ -278,6 +336,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--port", f->port, "TCP port (overrides server.port)")->check(CLI::Range(0, 65535));
   cmd->add_option("--model", f->model, "Hugging Face model directory (overrides model.path)")
       ->check(CLI::ExistingDirectory);
+  cmd->add_option("--dtype", f->dtype,
+                  "Weight storage (overrides model.dtype): f32, bf16, int8, int8-outlier, int4, int4-g64, int4-asym, "
+                  "int4-asym-g64; a `loragate quantize` folder is served as its own type by default");
   cmd->add_option("--served-name", f->served_name, "The base model's name in requests (overrides model.served_name)");
   cmd->add_option("--admin-token", f->admin_token, "Admin bearer token (overrides auth.admin_token)");
   cmd->add_option("--registry", f->registry, "SQLite registry file (overrides adapters.registry)");

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -59,6 +60,22 @@ Result<std::vector<LoraModule>> parse_targets(const std::string& list) {
   return out;
 }
 
+// --out must be new or empty: a finished adapter is never replaced by
+// accident (as `quantize --out` refuses a non-empty folder). --resume writes
+// into its own checkpoint's folder; --overwrite says replacing is meant.
+Status check_out_dir(const std::string& out, bool resume, bool overwrite) {
+  std::error_code ec;
+  if (resume || overwrite || !std::filesystem::exists(out, ec)) return Status::ok();
+  if (!std::filesystem::is_directory(out, ec)) return Status::invalid_argument("--out " + out + " is not a directory");
+  if (std::filesystem::is_empty(out, ec)) return Status::ok();
+  const bool checkpoint = std::filesystem::exists(std::filesystem::path(out) / "checkpoint", ec);
+  return Status::already_exists("--out " + out + " is not empty" +
+                                (checkpoint ? " (it holds an unfinished training: --resume continues it, "
+                                              "--overwrite starts again)"
+                                            : " (it holds files, perhaps a finished adapter: pick another folder, "
+                                              "or --overwrite to replace it)"));
+}
+
 }  // namespace
 
 void add_train_command(CLI::App& app) {
@@ -67,7 +84,7 @@ void add_train_command(CLI::App& app) {
     std::string config_file, dtype = "f32", targets, schedule, sampling;
     std::vector<int64_t> layers;
     int threads = 0;
-    bool json = false;
+    bool json = false, overwrite = false;
   };
   auto f = std::make_shared<Flags>();
   train::TrainConfig& c = f->job.config;
@@ -97,8 +114,12 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--dtype", f->dtype, "Base weight storage: f32, bf16, int8, int4, ...");
   cmd->add_option("--threads", f->threads, "Compute threads (0 = all cores)");
   cmd->add_flag("--resume", f->job.resume, "Continue from OUT's checkpoint");
+  cmd->add_flag("--overwrite", f->overwrite, "Write into OUT even when it holds files (a finished adapter is replaced)");
   cmd->add_flag("--json", f->json, "Print one JSON line per step (the default when stderr is not a terminal)");
   cmd->callback([f, cmd] {
+    if (Status s = check_out_dir(f->job.out_dir, f->job.resume, f->overwrite); !s.is_ok()) {
+      throw CLI::RuntimeError(fail(s.message()));
+    }
     train::TrainJob job = f->job;
     if (!f->config_file.empty()) {
       // The file is the base; flags given on the command line override it.

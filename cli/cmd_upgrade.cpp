@@ -25,15 +25,16 @@
 #include "cli/admin_client.h"
 #include "cli/commands.h"
 #include "cli/eval_output.h"
+#include "cli/history_db.h"
 #include "common/sha256.h"
 #include "evaluator/arm_engine.h"
 #include "evaluator/gates.h"
-#include "upgrade/retrain.h"
 #include "evaluator/run_history.h"
 #include "evaluator/runner.h"
 #include "evaluator/suite.h"
 #include "registry/evaluation_store.h"
 #include "registry/registry.h"
+#include "upgrade/retrain.h"
 
 namespace loragate::cli {
 namespace {
@@ -47,7 +48,7 @@ struct UpgradeFlags {
   std::string candidate, path, dtype = "f32";
   bool promote = false, skip_untrained = false;
   // Offline.
-  std::string online, scenarios, out, gates, db = ".cache/loragate/registry.db";
+  std::string online, scenarios, out, gates, db = kOfflineHistoryDb;
   std::string online_name = "online", candidate_name = "candidate";
   std::string json_out, html_out;
 };
@@ -58,10 +59,12 @@ std::string absolute_here(const std::string& p) {
   return std::filesystem::absolute(p, ec).lexically_normal().string();
 }
 
-// One line per scenario whenever its state changes, and its training progress every few seconds.
+// One line per scenario whenever its state changes, its training progress and
+// the evaluation's every few seconds; each line starts with the time since the
+// upgrade was asked for.
 class StepPrinter {
  public:
-  explicit StepPrinter(bool quiet) : quiet_(quiet) {}
+  explicit StepPrinter(bool quiet) : quiet_(quiet), start_(std::chrono::steady_clock::now()) {}
   void show(const json& upgrade) {
     if (quiet_) return;
     const std::string state = upgrade.value("state", "");
@@ -73,7 +76,7 @@ class StepPrinter {
       if (!changed && !progress) continue;
       seen_[name] = step_state;
       last_progress_[name] = now;
-      std::printf("  %-12s %-10s", name.c_str(), step_state.c_str());
+      std::printf("%s  %-12s %-10s", stamp().c_str(), name.c_str(), step_state.c_str());
       if (s.value("total_steps", 0) > 0) {
         std::printf(" step %lld/%lld loss %.4f", s.value("step", 0LL), s.value("total_steps", 0LL),
                     s.value("loss", 0.0));
@@ -83,13 +86,30 @@ class StepPrinter {
       if (s.contains("error")) std::printf(": %s", s.value("error", "").c_str());
       std::printf("\n");
     }
-    if (state != last_state_) std::printf("upgrade %lld: %s\n", upgrade.value("id", 0LL), state.c_str());
-    last_state_ = state;
+    if (state != last_state_) {
+      std::printf("%s upgrade %lld: %s\n", stamp().c_str(), upgrade.value("id", 0LL), state.c_str());
+      last_state_ = state;
+      last_eval_ = now;
+    }
+    const json progress = upgrade.value("evaluation_progress", json::object());
+    if (state == "evaluating" && progress.value("total", 0LL) > 0 && now - last_eval_ > std::chrono::seconds(3)) {
+      last_eval_ = now;
+      std::printf("%s  evaluating %lld/%lld units\n", stamp().c_str(), progress.value("done", 0LL),
+                  progress.value("total", 0LL));
+    }
     std::fflush(stdout);
+  }
+  // "[  12.3 s]": the time since the upgrade was asked for.
+  std::string stamp() const {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "[%6.1f s]",
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+    return buf;
   }
 
  private:
   bool quiet_;
+  std::chrono::steady_clock::time_point start_, last_eval_;
   std::string last_state_;
   std::map<std::string, std::string> seen_;
   std::map<std::string, std::chrono::steady_clock::time_point> last_progress_;
@@ -118,22 +138,19 @@ Result<int> upgrade_on_server(const UpgradeFlags& f) {
   if (o.json) {
     std::cout << upgrade.dump(2) << "\n";
   } else {
-    for (const json& g : upgrade.value("gates", json::array())) {
-      if (g.value("verdict", "") == "pass") continue;
-      std::printf("%-12s %s/%s: %s\n", g.value("verdict", "").c_str(), g.value("scenario", "").c_str(),
-                  g.value("metric", "").c_str(), g.value("why", "").c_str());
-    }
+    if (upgrade.contains("gates") && upgrade["gates"].is_array()) print_gate_lines(upgrade["gates"]);
     if (upgrade.contains("verdict") && upgrade["verdict"].is_string()) {
       std::printf("verdict: %s (evaluation run %lld)\n", upgrade["verdict"].get<std::string>().c_str(),
                   upgrade.value("evaluation", 0LL));
     }
     if (upgrade.contains("report") && upgrade["report"].is_string()) {
-      std::printf("report: %s\n", upgrade["report"].get<std::string>().c_str());
+      std::printf("reports: %s (JSON), %s (HTML)\n", upgrade["report"].get<std::string>().c_str(),
+                  upgrade.value("report_html", "").c_str());
     }
     if (upgrade.contains("error") && upgrade["error"].is_string()) {
       std::printf("%s: %s\n", state.c_str(), upgrade["error"].get<std::string>().c_str());
     }
-    std::printf("upgrade %lld %s\n", upgrade.value("id", 0LL), state.c_str());
+    std::printf("%s upgrade %lld %s\n", printer.stamp().c_str(), upgrade.value("id", 0LL), state.c_str());
   }
   const bool ok = f.promote ? state == "promoted" : state == "passed";
   return ok ? kExitPass : kExitFail;
@@ -199,10 +216,7 @@ Result<int> upgrade_offline(const UpgradeFlags& f) {
   }
 
   // Then the comparison, as `loragate eval run` makes it.
-  if (!is_postgres_url(f.db)) {  // a URL names a server, not a directory to make
-    const std::filesystem::path parent = std::filesystem::path(f.db).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent);
-  }
+  make_parent_folder(f.db);
   LG_ASSIGN_OR_RETURN(std::unique_ptr<EvaluationStore> store, EvaluationStore::open(f.db));
   std::map<std::string, std::string> online_adapters;
   for (const eval::ScenarioSpec& s : suite.scenarios) online_adapters[s.name] = s.adapter_path;
@@ -217,8 +231,8 @@ Result<int> upgrade_offline(const UpgradeFlags& f) {
   ro.progress = [&bar](int64_t done, int64_t total) { bar.update(done, total); };
   LG_ASSIGN_OR_RETURN(eval::RunResult run, eval::run_suite(suite, *online, *candidate, ro));
   LG_ASSIGN_OR_RETURN(run, eval::judge_and_store(std::move(run), gates, *store));
-  LG_RETURN_IF_ERROR(write_reports(run, f.json_out, f.html_out));
   print_summary(run);
+  LG_RETURN_IF_ERROR(write_run_reports(run, f.json_out, f.html_out, (std::filesystem::path(root) / "reports").string()));
   switch (run.verdict) {
     case eval::Verdict::kPass: return kExitPass;
     case eval::Verdict::kFail: return kExitFail;

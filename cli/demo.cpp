@@ -47,6 +47,9 @@ Result<Demo> ensure_demo(const std::string& dir) {
 
 void apply_demo(const Demo& demo, ServeConfig& config) {
   config.model_path = demo.model_dir;
+  // The demo's registry is its own: what other runs from this folder register or
+  // promote (an upgrade walk-through, another model) never reaches it.
+  if (config.registry_path.empty()) config.registry_path = (std::filesystem::path(config.demo_dir) / "registry.db").string();
   if (config.served_model_name.empty()) config.served_model_name = "loragate-demo";
   config.adapter_roots.push_back(demo.adapters_root);
   for (const PreloadAdapter& a : demo.adapters) config.preload.push_back(a);

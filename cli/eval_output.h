@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "common/status.h"
 #include "evaluator/eval_types.h"
 
@@ -26,7 +28,14 @@ class ProgressBar {
 // Per scenario and arm the metrics, the generic perplexities, every gate that
 // did not pass with why, then "verdict: <v> (run <id>)".
 void print_summary(const eval::RunResult& run);
+// The gates of a report's JSON ("gates": [{verdict, scenario, metric, why}])
+// as print_summary shows them: what did not pass, then a count per verdict.
+void print_gate_lines(const nlohmann::json& gates);
 // The JSON report to `json_out` and the HTML page to `html_out` ("" = not that one).
 Status write_reports(const eval::RunResult& run, const std::string& json_out, const std::string& html_out);
+// Both reports of a new run: where the flags say, else <default_dir>/run-<id>.json
+// and .html (under the cache, never the working folder), and prints both paths.
+Status write_run_reports(const eval::RunResult& run, std::string json_out, std::string html_out,
+                         const std::string& default_dir);
 
 }  // namespace loragate::cli

@@ -1,5 +1,5 @@
-// loragate: the single binary — generate, synth-model, bench (serve, adapter
-// and eval join as the gateway and evaluator land).
+// loragate: the single binary — serve, generate, train, quantize, upgrade,
+// the admin commands (adapter, scenario, base, ...), eval and bench.
 #include <iostream>
 
 #include "cli/commands.h"
@@ -15,6 +15,7 @@ int fail(const std::string& message) {
 
 int main(int argc, char** argv) {
   CLI::App app{"loragate: multi-LoRA LLM serving engine"};
+  app.set_version_flag("--version", std::string("loragate ") + LORAGATE_VERSION + " (" + LORAGATE_BUILD_INFO + ")");
   app.require_subcommand(1);
   loragate::cli::add_serve_command(app);
   loragate::cli::add_generate_command(app);

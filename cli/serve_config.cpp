@@ -4,11 +4,14 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+
+#include "common/sha256.h"
 
 namespace loragate {
 namespace {
@@ -261,6 +264,18 @@ std::vector<std::string> ServeConfig::resolved_base_roots() const {
   std::filesystem::path dir = std::filesystem::absolute(model_path).lexically_normal();
   if (dir.filename().empty()) dir = dir.parent_path();  // "models/x/" names x too
   return {dir.parent_path().string()};
+}
+
+std::string ServeConfig::resolved_registry_path() const {
+  if (!registry_path.empty()) return registry_path;
+  const std::filesystem::path model = std::filesystem::absolute(model_path).lexically_normal();
+  std::string name = served_model_name.empty() ? model.filename().string() : served_model_name;
+  for (char& ch : name) {  // a folder name whatever the served name holds
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') ch = '_';
+  }
+  if (name.empty() || name == "." || name == "..") name = "model";
+  const std::string tag = sha256_hex(model.string()).substr(0, 8);
+  return ".cache/loragate/" + name + "-" + tag + "/registry.db";
 }
 
 std::string ServeConfig::resolved_training_dir() const {

@@ -45,8 +45,10 @@ struct ServeConfig {
   std::string training_dir;                     // training.dir: where upgrades write retrained adapters;
                                                 // "" = trained/ beside the registry file
                                                 // (.cache/loragate/trained for a PostgreSQL registry)
-  // adapters.registry: the SQLite file, or a "postgresql://" URL (registry.h)
-  std::string registry_path = ".cache/loragate/registry.db";
+  // adapters.registry: the SQLite file, or a "postgresql://" URL (registry.h);
+  // "" = the model's own (resolved_registry_path): runs of unrelated models
+  // never share one by accident.
+  std::string registry_path;
   std::string fleet_enabled = "auto";            // fleet.enabled: true | false | auto (= a postgresql:// registry)
   std::string fleet_url;                        // fleet.url: this replica's address for the others and the proxy;
                                                 // "" = http://<server.host>:<port>
@@ -75,6 +77,10 @@ struct ServeConfig {
   bool is_fleet_replica() const;
   // training.dir, or trained/ in the directory of the registry file.
   std::string resolved_training_dir() const;
+  // adapters.registry, or where this model keeps its own when none is set:
+  // .cache/loragate/<served name>-<8 hex of the model's absolute path>/registry.db
+  // (the demo's lies in demo.dir). Needs model_path; served_model_name may be "".
+  std::string resolved_registry_path() const;
 };
 
 }  // namespace loragate

@@ -140,6 +140,11 @@ struct HttpClient::Impl {
     if (ec) {
       conn.reset();
       if (ec == beast::error::timeout) return timed_out("connecting to");
+      // Refused: nothing listens there (yet). Its own code, so a caller can
+      // wait for a server that is still starting (the admin CLI's --wait).
+      if (ec == asio::error::connection_refused) {
+        return Status::unavailable("cannot connect to " + url.to_string() + ": " + ec.message());
+      }
       return Status::io_error("cannot connect to " + url.to_string() + ": " + ec.message());
     }
     conn->socket().set_option(tcp::no_delay(true), ec);

@@ -3,7 +3,8 @@
 //
 // One HttpClient holds at most one keep-alive connection to one base URL and
 // reuses it across calls; it is not thread-safe (use one per thread). Failures
-// to connect, send or receive, and timeouts, come back as a failed Status; an
+// to connect, send or receive, and timeouts, come back as a failed Status
+// (unavailable when the connection was refused: no server listens yet); an
 // HTTP error status (404, 503, ...) is a successful exchange whose HttpResult
 // carries the status and body (status_from_http turns it into a Status).
 //

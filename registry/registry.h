@@ -66,6 +66,10 @@ namespace loragate {
 // with "postgresql://" or "postgres://") rather than a SQLite file: callers
 // make no directories for it and resolve no file paths against it.
 bool is_postgres_url(std::string_view path);
+// How a registry location may be shown in logs, banners and responses: a
+// PostgreSQL URL without its password or other options (host, port and
+// database only), a SQLite path as it is.
+std::string registry_display_name(const std::string& path);
 
 class Registry {
  public:

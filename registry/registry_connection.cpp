@@ -47,6 +47,10 @@ bool is_postgres_url(std::string_view path) {
   return path.starts_with("postgresql://") || path.starts_with("postgres://");
 }
 
+std::string registry_display_name(const std::string& path) {
+  return is_postgres_url(path) ? pg_display_name(path) : path;
+}
+
 // Everything here but the busy timeout is the first read of the file.
 Status configure_registry_connection(SqliteDb& db) {
   LG_RETURN_IF_ERROR(db.exec("PRAGMA busy_timeout = " + std::to_string(kBusyTimeoutMs)));

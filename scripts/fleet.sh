@@ -102,7 +102,8 @@ start_replica() {
   local i=$1 port=$((FLEET_PORT + $1)) args=()
   [ -f "$dir/replica.args" ] && mapfile -d '' -t args < "$dir/replica.args"
   # setsid: the replica outlives this script and its terminal.
-  setsid "$FLEET_BIN" serve --host 127.0.0.1 --port "$port" --registry "$FLEET_REGISTRY_URL" "${args[@]}" \
+  PGPASSFILE=${FLEET_PGPASSFILE:-${PGPASSFILE:-}} \
+    setsid "$FLEET_BIN" serve --host 127.0.0.1 --port "$port" --registry "$FLEET_REGISTRY_URL" "${args[@]}" \
     >> "$dir/replica-$i.log" 2>&1 < /dev/null &
   echo $! > "$dir/replica-$i.pid"
 }
@@ -161,7 +162,11 @@ pg_up() {
     PGPASSWORD=$pw "$bindir/createdb" -h 127.0.0.1 -p "$FLEET_PG_PORT" -U loragate loragate ||
       die "createdb loragate failed"
   fi
-  FLEET_PG_URL="postgresql://loragate:$pw@127.0.0.1:$FLEET_PG_PORT/loragate"
+  # The password reaches the replicas through libpq's password file, never in
+  # the URL: a URL is on every replica's command line (ps) and in its logs.
+  (umask 077; printf '127.0.0.1:%s:loragate:loragate:%s\n' "$FLEET_PG_PORT" "$pw" > "$dir/pg/pgpass")
+  FLEET_PGPASSFILE=$(cd "$dir/pg" && pwd)/pgpass
+  FLEET_PG_URL="postgresql://loragate@127.0.0.1:$FLEET_PG_PORT/loragate"
 }
 
 pg_down() {
@@ -233,15 +238,16 @@ cmd_up() {
 
   printf '%s\0' "$@" > "$dir/replica.args"
   [ $# -gt 0 ] || : > "$dir/replica.args"
-  FLEET_PG_URL=""
+  FLEET_PG_URL="" FLEET_PGPASSFILE=""
   [ "$postgres" = off ] || pg_up
   FLEET_REGISTRY_URL=${FLEET_REGISTRY:-$FLEET_PG_URL}
   {
     printf 'FLEET_BIN=%q\nFLEET_REPLICAS=%q\nFLEET_PORT=%q\n' "$FLEET_BIN" "$FLEET_REPLICAS" "$FLEET_PORT"
     printf 'FLEET_PG_PORT=%q\nFLEET_STATS_PORT=%q\n' "$FLEET_PG_PORT" "$FLEET_STATS_PORT"
     printf 'FLEET_POSTGRES=%q\nFLEET_REGISTRY_URL=%q\n' "$postgres" "$FLEET_REGISTRY_URL"
+    printf 'FLEET_PGPASSFILE=%q\n' "$FLEET_PGPASSFILE"
   } > "$dir/fleet.env"
-  chmod 600 "$dir/fleet.env"  # the registry URL holds the database password
+  chmod 600 "$dir/fleet.env"  # a FLEET_REGISTRY given by the user may hold a password
 
   # Replica 1 first, alone: it creates the registry's tables (and the demo
   # model's files when serving the demo) that the others then open.
@@ -263,7 +269,7 @@ cmd_up() {
     echo "postgresql: 127.0.0.1:$FLEET_PG_PORT (password in $dir/pg/password)"
   fi
   case $FLEET_REGISTRY_URL in
-    postgresql://*) echo "registry: postgresql://loragate@127.0.0.1:$FLEET_PG_PORT/loragate" ;;
+    postgresql://*) echo "registry: postgresql://loragate@127.0.0.1:$FLEET_PG_PORT/loragate (password file $FLEET_PGPASSFILE)" ;;
     *) echo "registry: $FLEET_REGISTRY_URL" ;;
   esac
   echo "stats: http://127.0.0.1:$FLEET_STATS_PORT/"

@@ -13,10 +13,10 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 
-#include "gateway/openai/openai_errors.h"
 #include "gateway/http/request_framing.h"
 #include "gateway/http/router.h"
 #include "gateway/http/session_tracker.h"
+#include "gateway/openai/openai_errors.h"
 
 namespace loragate {
 
@@ -251,6 +251,7 @@ void HttpSession::respond(uint64_t seq, HttpResponse response) {
   response.set(http::field::server, "loragate");
   response.set("X-Request-Id", std::to_string(current_->record().id));
   if (!current_->record().base.empty()) response.set("X-Base", current_->record().base);
+  if (!current_->record().adapter.empty()) response.set("X-Adapter", current_->record().adapter);
   response.prepare_payload();
   current_->record().status = response.result_int();
   response_ = std::make_shared<HttpResponse>(std::move(response));
@@ -283,6 +284,7 @@ void HttpSession::start_stream(uint64_t seq, http::status status, std::string_vi
   head.set(http::field::server, "loragate");
   head.set("X-Request-Id", std::to_string(current_->record().id));
   if (!current_->record().base.empty()) head.set("X-Base", current_->record().base);
+  if (!current_->record().adapter.empty()) head.set("X-Adapter", current_->record().adapter);
   head.keep_alive(chunked && keep_alive_after());
   if (chunked) head.chunked(true);
   current_->record().status = static_cast<int>(status);

@@ -53,6 +53,14 @@ for i in 1 2; do grep -q "^replica-$i: http://127.0.0.1:$((port + i))$" "$work/u
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 PGPASSWORD=$(cat "$dir/pg/password") "$pg_bin/psql" -h 127.0.0.1 -p $((port + 3)) -U loragate -d loragate \
   -tAc 'SELECT 1' > "$work/psql.txt" 2>&1 || fail "the PostgreSQL cluster: $(cat "$work/psql.txt")"
+# The database password is on no command line and in no log (libpq reads it from a password file).
+pw=$(cat "$dir/pg/password")
+for pid in $(cat "$dir"/replica-*.pid); do
+  tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qF "$pw" && fail "replica $pid has the password on its command line"
+done
+grep -lF "$pw" "$dir"/replica-*.log "$work/up.txt" && fail "a log prints the database password"
+grep -q "registry postgresql://127.0.0.1:$((port + 3))/loragate" "$dir/replica-1.log" ||
+  fail "the replica's banner does not name its registry: $(head -5 "$dir/replica-1.log")"
 
 # Through the proxy.
 curl -sf "$proxy/v1/models" > "$work/models.json" || fail "GET /v1/models through the proxy"

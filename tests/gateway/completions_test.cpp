@@ -58,6 +58,14 @@ TEST_F(GatewayTest, ScenarioByHeaderAndByBodyField) {
   ClientResponse r = post("/v1/completions", greedy(kServed), {{"X-Scenario", "support"}});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.json()["choices"][0]["text"], golden_text("b"));
+  // `model` is what the client asked for; the header says which adapter answered.
+  EXPECT_EQ(r.json()["model"], kServed);
+  EXPECT_EQ(r.headers["X-Adapter"], "b");
+  json streamed = greedy(kServed);
+  streamed["stream"] = true;
+  r = post("/v1/completions", streamed, {{"X-Scenario", "support"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.headers["X-Adapter"], "b") << "a stream's head names it too";
 
   json body = greedy(kServed);
   body["scenario"] = "support";
@@ -70,6 +78,7 @@ TEST_F(GatewayTest, ScenarioByHeaderAndByBodyField) {
   r = post("/v1/completions", body, {{"X-Scenario", "plain"}});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.json()["choices"][0]["text"], golden_text("base"));
+  EXPECT_EQ(r.headers.count("X-Adapter"), 0u) << "the base answered: no adapter to name";
 
   r = post("/v1/completions", greedy(kServed), {{"X-Scenario", "nope"}});
   EXPECT_EQ(r.status, 404);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -105,7 +106,18 @@ TEST_F(UpgradeE2eTest, RefusesTheBadCandidateNamingTheGatesAndPromotesTheGoodOne
   EXPECT_NE(bad.out.find("verdict: fail"), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("failing gates"), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("generic/perplexity"), std::string::npos) << bad.out;
-  EXPECT_NE(bad.out.find("report: " + dir_ + "/trained/candidate-bad/"), std::string::npos) << bad.out;
+  // Both reports, the gates counted per verdict, every progress line stamped with its time.
+  const std::string reports = "reports: " + dir_ + "/trained/candidate-bad/upgrade-1-run-1.json (JSON), " + dir_ +
+                              "/trained/candidate-bad/upgrade-1-run-1.html (HTML)";
+  EXPECT_NE(bad.out.find(reports), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find(" failed, "), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("gates: "), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find(" s] upgrade 1: evaluating"), std::string::npos) << bad.out;
+  // The page says the run it shows: the one the CLI names.
+  std::ifstream page(dir_ + "/trained/candidate-bad/upgrade-1-run-1.html");
+  const std::string html((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(html.find("run 0"), std::string::npos);
+  EXPECT_NE(html.find("run 1"), std::string::npos) << html.substr(0, 2000);
   EXPECT_EQ(serving(url), "online");
 
   CliRun good = cli(url, "upgrade --candidate candidate-good --path " + upgrade_fixtures_dir() + "/bases/candidate-good --promote");
