@@ -114,6 +114,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--dtype", f->dtype, "Base weight storage: f32, bf16, int8, int4, ...");
   cmd->add_option("--threads", f->threads, "Compute threads (0 = all cores)");
   cmd->add_flag("--resume", f->job.resume, "Continue from OUT's checkpoint");
+  cmd->add_option("--init-from", f->job.init_from,
+                  "Start from this PEFT adapter (e.g. one trained on the previous base) instead of a fresh one; "
+                  "its rank, alpha, targets and layers are used")
+      ->check(CLI::ExistingDirectory);
   cmd->add_flag("--overwrite", f->overwrite, "Write into OUT even when it holds files (a finished adapter is replaced)");
   cmd->add_flag("--json", f->json, "Print one JSON line per step (the default when stderr is not a terminal)");
   cmd->callback([f, cmd] {
@@ -121,6 +125,14 @@ void add_train_command(CLI::App& app) {
       throw CLI::RuntimeError(fail(s.message()));
     }
     train::TrainJob job = f->job;
+    if (!job.init_from.empty()) {
+      for (const char* shape : {"--rank", "--alpha", "--use-rslora", "--targets", "--layers"}) {
+        if (cmd->count(shape) > 0) {
+          throw CLI::RuntimeError(fail(std::string(shape) + " does not go with --init-from: the run keeps the "
+                                       "LoRA shape of the adapter it starts from"));
+        }
+      }
+    }
     if (!f->config_file.empty()) {
       // The file is the base; flags given on the command line override it.
       std::ifstream in(f->config_file);

@@ -4,9 +4,10 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
+#include <optional>
 
 #include "chat/chat_template.h"
+#include "common/atomic_file.h"
 #include "engine/compute_gate.h"
 #include "engine/llama_model.h"
 #include "model/model_dir.h"
@@ -15,6 +16,7 @@
 #include "trainer/lora_params.h"
 #include "trainer/train_data.h"
 #include "trainer/train_model.h"
+#include "trainer/warm_start.h"
 
 namespace loragate::train {
 namespace {
@@ -32,9 +34,9 @@ nlohmann::json curve_json(const std::vector<LossPoint>& curve) {
 }
 
 // training.json: what made this adapter, written atomically beside it.
-Status write_record(const TrainJob& job, const TrainReport& report) {
-  const nlohmann::json record = {
-      {"config", to_json(job.config)},
+Status write_record(const TrainJob& job, const TrainConfig& config, const WarmStart* warm, const TrainReport& report) {
+  nlohmann::json record = {
+      {"config", to_json(config)},
       {"data", {{"path", fs::absolute(job.data_path).string()}, {"sha256", report.data_sha256}}},
       {"base", {{"path", fs::absolute(job.base_dir).string()}, {"sha256", report.base_sha256},
                 {"dtype", std::string(weight_type_name(job.dtype))}}},
@@ -45,17 +47,8 @@ Status write_record(const TrainJob& job, const TrainReport& report) {
       {"last_loss", report.last_loss},
       {"loss_curve", curve_json(report.curve)},
   };
-  const std::string path = job.out_dir + "/training.json";
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << record.dump(2) << "\n";
-    if (!out.flush()) return Status::io_error(tmp + ": cannot write");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return Status::io_error(path + ": " + ec.message());
-  return Status::ok();
+  if (warm != nullptr) record["init_from"] = {{"path", fs::absolute(warm->path).string()}, {"sha256", warm->sha256}};
+  return write_file_atomic(job.out_dir + "/training.json", record.dump(2) + "\n");
 }
 
 double mean_of_last(const std::vector<LossPoint>& curve, size_t n) {
@@ -70,8 +63,13 @@ double mean_of_last(const std::vector<LossPoint>& curve, size_t n) {
 
 Result<TrainReport> train_adapter(const TrainJob& job, const std::function<void(const TrainProgress&)>& on_step,
                                   const std::atomic<bool>* cancel) {
-  const TrainConfig& config = job.config;
+  TrainConfig config = job.config;
   LG_ASSIGN_OR_RETURN(std::shared_ptr<const ModelDir> dir, ModelDir::open(job.base_dir));
+  std::optional<WarmStart> warm;
+  if (!job.init_from.empty()) {
+    LG_ASSIGN_OR_RETURN(warm, load_warm_start(job.init_from, dir->config()));
+    config.lora = warm->recipe;
+  }
   LG_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, Tokenizer::load(job.base_dir));
   // A base without a chat template can still train on {prompt, completion} lines.
   Result<ChatTemplate> chat = ChatTemplate::load(job.base_dir);
@@ -81,11 +79,14 @@ Result<TrainReport> train_adapter(const TrainJob& job, const std::function<void(
   LG_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model, LlamaModel::load(*dir, job.dtype));
   LG_ASSIGN_OR_RETURN(std::unique_ptr<TrainModel> train_model, TrainModel::create(*model));
   LG_ASSIGN_OR_RETURN(LoraParams params, LoraParams::init(dir->config(), config.lora, config.seed));
+  if (warm) LG_RETURN_IF_ERROR(apply_warm_start(*warm->adapter, params));
 
   const int64_t total = config.total_steps(static_cast<int64_t>(data.examples.size()));
   AdamW optimizer(config.optimizer, total);
   BatchSampler sampler(static_cast<int64_t>(data.examples.size()), config.batch, config.seed, config.sampling);
-  const RunIdentity identity{to_json(config), data.sha256, dir->sha256()};
+  nlohmann::json identity_config = to_json(config);
+  if (warm) identity_config["init_from_sha256"] = warm->sha256;  // a checkpoint of another start is not this run's
+  const RunIdentity identity{identity_config, data.sha256, dir->sha256()};
 
   std::error_code ec;
   fs::create_directories(job.out_dir, ec);
@@ -181,7 +182,7 @@ Result<TrainReport> train_adapter(const TrainJob& job, const std::function<void(
   report.first_loss = report.curve.empty() ? 0 : report.curve.front().loss;
   report.last_loss = mean_of_last(report.curve, 10);
   LG_RETURN_IF_ERROR(params.save_peft(job.out_dir, fs::absolute(job.base_dir).string()));
-  LG_RETURN_IF_ERROR(write_record(job, report));
+  LG_RETURN_IF_ERROR(write_record(job, config, warm ? &*warm : nullptr, report));
   LG_RETURN_IF_ERROR(remove_checkpoint(job.out_dir));
   return report;
 }

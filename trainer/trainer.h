@@ -3,7 +3,8 @@
 //
 // <out>/adapter_config.json, <out>/adapter_model.safetensors: the adapter.
 // <out>/training.json: the config, data path and sha256, base path and
-//   sha256, dtype, the loss curve, tokens and seconds.
+//   sha256, dtype, the adapter it started from (init_from), the loss curve,
+//   tokens and seconds.
 // <out>/checkpoint/: resumable state while the run is incomplete; removed at the end.
 #pragma once
 
@@ -31,6 +32,9 @@ struct TrainJob {
   std::string out_dir;
   TrainConfig config;
   bool resume = false;               // continue from <out>/checkpoint when present
+  // A PEFT folder to start from instead of PEFT's initialisation (warm_start.h);
+  // its LoRA shape replaces config.lora. "" = a fresh adapter.
+  std::string init_from;
   std::vector<std::string> roots;    // data must lie inside one of them (empty: anywhere)
   // Inside a server: the compute pool's gate. Each sequence's forward and
   // backward pass then takes a background turn, so a live step waits at most

@@ -11,12 +11,17 @@ namespace loragate::eval {
 namespace fs = std::filesystem;
 
 std::string retrained_adapter_dir(const std::string& root, const RetrainBase& base, const std::string& scenario,
-                                  const std::string& data_sha256, const nlohmann::json& config) {
+                                  const std::string& data_sha256, const nlohmann::json& config,
+                                  const std::string& init_sha256) {
   Sha256 h;
   h.update("loragate-retrain");
   for (const std::string& part : {base.sha256, std::string(weight_type_name(base.dtype)), data_sha256, config.dump()}) {
     h.update(std::string_view("\0", 1));
     h.update(part);
+  }
+  if (!init_sha256.empty()) {  // absent for a fresh start: those folders keep the names they had
+    h.update(std::string_view("\0init\0", 6));
+    h.update(init_sha256);
   }
   return (fs::path(root) / (scenario + "-" + h.finish_hex().substr(0, 12))).string();
 }
@@ -63,9 +68,15 @@ Result<RetrainOutcome> retrain_adapter(const RetrainBase& base, const RetrainSpe
                                        " (sha256 " + data_sha256.substr(0, 12) + ", recorded " +
                                        spec.data_sha256.substr(0, 12) + "); record it again with scenario set --train");
   }
+  std::string init_sha256;
+  if (!spec.init_from.empty()) {
+    Result<std::string> init = sha256_file((fs::path(spec.init_from) / "adapter_model.safetensors").string());
+    if (!init.is_ok()) return init.status().with_context(who + ": the adapter to start from");
+    init_sha256 = std::move(init).value();
+  }
   RetrainOutcome out;
   out.data_sha256 = data_sha256;
-  out.dir = retrained_adapter_dir(root, base, spec.scenario, data_sha256, train::to_json(config));
+  out.dir = retrained_adapter_dir(root, base, spec.scenario, data_sha256, train::to_json(config), init_sha256);
   if (retrained_adapter_finished(out.dir)) {
     out.reused = true;
     read_recorded_losses(out.dir, &out);
@@ -83,6 +94,7 @@ Result<RetrainOutcome> retrain_adapter(const RetrainBase& base, const RetrainSpe
   job.resume = fs::exists(fs::path(out.dir) / "checkpoint", ec);
   job.roots = roots;
   job.gate = base.gate;
+  job.init_from = spec.init_from;
   Result<train::TrainReport> report = train::train_adapter(job, on_step, cancel);
   if (!report.is_ok()) return report.status().with_context(who);
   out.steps = report->steps;

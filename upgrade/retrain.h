@@ -4,8 +4,8 @@
 // adapter goes and whether it is already there.
 //
 // The folder is content-addressed: <root>/<scenario>-<12 hex>, the hex of the
-// sha256 of the base's weights, the training file's sha256 and the training
-// config. The same retraining lands in the same folder, so a run cut short
+// sha256 of the base's weights, the training file's sha256, the training
+// config and, for a warm start, the starting adapter's weights. The same retraining lands in the same folder, so a run cut short
 // resumes from its checkpoint there, and a finished one is found again and
 // not redone; anything that changes the result lands elsewhere.
 //
@@ -39,6 +39,9 @@ struct RetrainSpec {
   std::string data_path;               // the JSONL training set
   std::string data_sha256;             // what it was when recorded; "" = take it as it is now
   nlohmann::json config = nlohmann::json::object();  // the TrainConfig JSON; absent keys: the defaults
+  // Warm start (train::TrainJob::init_from): the adapter the run starts from,
+  // e.g. the scenario's online adapter carried over to the candidate. "" = fresh.
+  std::string init_from;
 };
 
 struct RetrainOutcome {
@@ -52,7 +55,8 @@ struct RetrainOutcome {
 
 // <root>/<scenario>-<12 hex> for these inputs (no file is touched).
 std::string retrained_adapter_dir(const std::string& root, const RetrainBase& base, const std::string& scenario,
-                                  const std::string& data_sha256, const nlohmann::json& config);
+                                  const std::string& data_sha256, const nlohmann::json& config,
+                                  const std::string& init_sha256 = "");
 
 // True when `dir` holds a finished run: the PEFT files and training.json, and
 // no checkpoint left (train_adapter removes it at the end).

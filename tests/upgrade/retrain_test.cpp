@@ -24,6 +24,8 @@ TEST(RetrainTest, TheFolderIsNamedByEverythingThatChangesTheAdapter) {
   EXPECT_EQ(dir.rfind("/trained/v2/mia-", 0), 0u) << dir;
   EXPECT_EQ(dir.size(), std::string("/trained/v2/mia-").size() + 12);
   EXPECT_EQ(retrained_adapter_dir("/trained/v2", base, "mia", sha256_hex("data"), config), dir);
+  EXPECT_EQ(retrained_adapter_dir("/trained/v2", base, "mia", sha256_hex("data"), config, ""), dir)
+      << "a fresh start keeps the names folders had before warm starts";
   RetrainBase other_weights = base;
   other_weights.sha256 = sha256_hex("v3 weights");
   RetrainBase other_dtype = base;
@@ -32,7 +34,9 @@ TEST(RetrainTest, TheFolderIsNamedByEverythingThatChangesTheAdapter) {
        {retrained_adapter_dir("/trained/v2", other_weights, "mia", sha256_hex("data"), config),
         retrained_adapter_dir("/trained/v2", other_dtype, "mia", sha256_hex("data"), config),
         retrained_adapter_dir("/trained/v2", base, "mia", sha256_hex("other data"), config),
-        retrained_adapter_dir("/trained/v2", base, "mia", sha256_hex("data"), json{{"steps", 6}})}) {
+        retrained_adapter_dir("/trained/v2", base, "mia", sha256_hex("data"), json{{"steps", 6}}),
+        // A warm start from another adapter is another retraining.
+        retrained_adapter_dir("/trained/v2", base, "mia", sha256_hex("data"), config, sha256_hex("online mia"))}) {
     EXPECT_NE(changed, dir);
   }
 }
@@ -40,7 +44,7 @@ TEST(RetrainTest, TheFolderIsNamedByEverythingThatChangesTheAdapter) {
 TEST(RetrainTest, AnEditedTrainingSetIsRefusedBeforeAnythingIsTrained) {
   const std::string dir = testing::make_temp_dir("lg-retrain");
   std::ofstream(dir + "/mia.jsonl") << R"({"prompt": "a", "completion": " b"})" << "\n";
-  RetrainSpec spec{"mia", dir + "/mia.jsonl", sha256_hex("what it was"), json::object()};
+  RetrainSpec spec{"mia", dir + "/mia.jsonl", sha256_hex("what it was"), json::object(), ""};
   Result<RetrainOutcome> r = retrain_adapter({dir + "/no-model", WeightType::kF32, ""}, spec, dir + "/trained", {});
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().to_string();
