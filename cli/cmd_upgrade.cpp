@@ -47,6 +47,7 @@ struct UpgradeFlags {
   std::shared_ptr<AdminOptions> admin;  // --url, --token, --json, --timeout
   std::string candidate, path, dtype = "f32";
   bool promote = false, skip_untrained = false;
+  std::string strategy;  // "" = transfer-first with a server, retrain-all offline
   // Offline.
   std::string online, scenarios, out, gates, db = kOfflineHistoryDb;
   std::string online_name = "online", candidate_name = "candidate";
@@ -82,8 +83,23 @@ class StepPrinter {
                     s.value("loss", 0.0));
       }
       if (s.value("reused", false)) std::printf(" (already trained: reused)");
-      if (step_state == "registered") std::printf(" -> %s", s.value("out_dir", "").c_str());
+      if (step_state == "registered") {
+        std::printf(" -> %s", s.value("out_dir", "").c_str());
+        if (!s.value("outcome", "").empty()) std::printf(" (%s)", s.value("outcome", "").c_str());
+      }
+      if (step_state == "pending" && !s.value("transfer", "").empty()) {
+        std::printf(" transfer: %s", s.value("transfer", "").c_str());
+      }
       if (s.contains("error")) std::printf(": %s", s.value("error", "").c_str());
+      std::printf("\n");
+    }
+    for (const json& stage : upgrade.value("stages", json::array())) {
+      const std::string name = stage.value("name", ""), stage_state = stage.value("state", "");
+      if (stage_seen_[name] == stage_state || stage_state == "pending") continue;
+      stage_seen_[name] = stage_state;
+      std::printf("%s stage %-9s %s", stamp().c_str(), name.c_str(), stage_state.c_str());
+      if (stage_state != "running" && stage.value("seconds", 0.0) > 0) std::printf(" in %.1f s", stage.value("seconds", 0.0));
+      if (!stage.value("note", "").empty()) std::printf(": %s", stage.value("note", "").c_str());
       std::printf("\n");
     }
     if (state != last_state_) {
@@ -92,7 +108,7 @@ class StepPrinter {
       last_eval_ = now;
     }
     const json progress = upgrade.value("evaluation_progress", json::object());
-    if (state == "evaluating" && progress.value("total", 0LL) > 0 && now - last_eval_ > std::chrono::seconds(3)) {
+    if (progress.value("total", 0LL) > 0 && now - last_eval_ > std::chrono::seconds(3)) {
       last_eval_ = now;
       std::printf("%s  evaluating %lld/%lld units\n", stamp().c_str(), progress.value("done", 0LL),
                   progress.value("total", 0LL));
@@ -111,7 +127,7 @@ class StepPrinter {
   bool quiet_;
   std::chrono::steady_clock::time_point start_, last_eval_;
   std::string last_state_;
-  std::map<std::string, std::string> seen_;
+  std::map<std::string, std::string> seen_, stage_seen_;
   std::map<std::string, std::chrono::steady_clock::time_point> last_progress_;
 };
 
@@ -124,7 +140,8 @@ bool is_finished(const std::string& state) {
 Result<int> upgrade_on_server(const UpgradeFlags& f) {
   const AdminOptions& o = *f.admin;
   json body = {{"candidate", f.candidate}, {"path", absolute_here(f.path)}, {"promote", f.promote},
-               {"skip_untrained", f.skip_untrained}, {"dtype", f.dtype}, {"by", env_actor()}};
+               {"skip_untrained", f.skip_untrained}, {"dtype", f.dtype}, {"by", env_actor()},
+               {"strategy", f.strategy.empty() ? "transfer-first" : f.strategy}};
   LG_ASSIGN_OR_RETURN(json upgrade, admin_call(o, "POST", "/admin/upgrades", body));
   const std::string target = "/admin/upgrades/" + std::to_string(upgrade.value("id", 0LL));
   StepPrinter printer(o.json);
@@ -193,7 +210,7 @@ Result<int> upgrade_offline(const UpgradeFlags& f) {
   const eval::RetrainBase base{f.candidate, candidate_options.weight_dtype, candidate->sha256()};
   std::map<std::string, std::string> retrained;
   for (const eval::ScenarioSpec& s : suite.scenarios) {
-    eval::RetrainSpec spec{s.name, s.train_path, "", json::object()};
+    eval::RetrainSpec spec{s.name, s.train_path, "", json::object(), ""};
     if (!s.train_config_path.empty()) {
       LG_ASSIGN_OR_RETURN(spec.config, read_json_file(s.train_config_path));
     }
@@ -245,7 +262,8 @@ Result<int> upgrade_offline(const UpgradeFlags& f) {
 void add_upgrade_command(CLI::App& app) {
   auto f = std::make_shared<UpgradeFlags>();
   CLI::App* cmd = app.add_subcommand(
-      "upgrade", "Retrain every scenario's adapter on a candidate base, evaluate it, and promote it when it passes");
+      "upgrade", "Judge a candidate base, carry each scenario's adapter over (or retrain it), evaluate, and promote "
+                 "when it passes");
   f->admin = add_admin_options(cmd);
   cmd->add_option("--candidate", f->candidate,
                   "With --url: the candidate base's name (loaded from --path if not yet); offline: its directory")
@@ -255,6 +273,10 @@ void add_upgrade_command(CLI::App& app) {
   cmd->add_flag("--skip-untrained", f->skip_untrained,
                 "Scenarios without a training set do not block the upgrade (with --url)");
   cmd->add_option("--dtype", f->dtype, "The candidate's weight storage when it is loaded")->capture_default_str();
+  cmd->add_option("--strategy", f->strategy,
+                  "transfer-first (default with --url: try each online adapter on the candidate, retrain only what "
+                  "fails, warm-started) or retrain-all (offline: the only one)")
+      ->check(CLI::IsMember({"transfer-first", "retrain-all"}));
   cmd->add_option("--online", f->online, "Offline: the online base's directory (no server)")
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--scenarios", f->scenarios,
@@ -271,8 +293,14 @@ void add_upgrade_command(CLI::App& app) {
   cmd->callback([f] {
     Result<int> code = Status::internal("no mode");
     if (!f->online.empty()) {
-      code = f->scenarios.empty() ? Result<int>(Status::invalid_argument("--online needs --scenarios FILE"))
-                                  : upgrade_offline(*f);
+      if (f->scenarios.empty()) {
+        code = Status::invalid_argument("--online needs --scenarios FILE");
+      } else if (f->strategy == "transfer-first") {
+        code = Status::unsupported("--strategy transfer-first runs inside a server (--url); offline, every adapter "
+                                   "is retrained (retrain-all)");
+      } else {
+        code = upgrade_offline(*f);
+      }
     } else if (f->path.empty()) {
       code = Status::invalid_argument("--path DIR is required with --url: the candidate's model directory");
     } else {

@@ -1,9 +1,8 @@
 // One list of a struct's fields drives both its JSON writer and its reader,
 // so the two cannot drift apart (a field written and never read back, or read
-// under another key). A struct lists its fields once:
+// under another key). A struct lists its fields once, beside it:
 //
-//   template <class Fields, class S>  // S: Step or const Step
-//   void list_fields(Fields& f, S& s) {
+//   LG_JSON_FIELDS(Step) {  // s: the Step (const when writing), f: the walker
 //     f("scenario", s.scenario);
 //     f("error", s.error, json_fields::kOmitEmpty);
 //   }
@@ -16,11 +15,20 @@
 // std::vector<std::string>. Header-only; pure functions.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+// The field list of `Type`: a function template list_fields(f, s), found by
+// argument-dependent lookup, for Type and const Type alike.
+#define LG_JSON_FIELDS(Type)                                          \
+  template <class Fields, class S>                                    \
+    requires std::same_as<std::remove_const_t<S>, Type>               \
+  void list_fields(Fields& f, S& s)
 
 namespace loragate::json_fields {
 

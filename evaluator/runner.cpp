@@ -89,7 +89,7 @@ Result<RunResult> run_suite(const Suite& suite, ArmEngine& online, ArmEngine& ca
     const std::string& root = cand ? options.candidate_adapters : options.online_adapters;
     return AdapterChoice{scenario, (std::filesystem::path(root) / scenario).string()};
   };
-  const int64_t arms_per_item = options.copied_adapter_arm ? 5 : 4;
+  const int64_t arms_per_item = options.base_only ? 2 : options.copied_adapter_arm ? 5 : 4;
   int64_t total = static_cast<int64_t>(suite.generic.empty() ? 0 : 2), done = 0;
   for (const ScenarioSpec& s : suite.scenarios) total += static_cast<int64_t>(s.items.size()) * arms_per_item + arms_per_item;
   auto tick = [&] {
@@ -99,15 +99,19 @@ Result<RunResult> run_suite(const Suite& suite, ArmEngine& online, ArmEngine& ca
 
   for (const ScenarioSpec& spec : suite.scenarios) {
     const std::string in_scenario = "scenario '" + spec.name + "'";
-    LG_ASSIGN_OR_RETURN(const AdapterChoice on, choose(spec.name, false));
-    LG_ASSIGN_OR_RETURN(const AdapterChoice cand, choose(spec.name, true));
-    LG_RETURN_IF_ERROR(online.add_adapter(on.name, on.dir).with_context(in_scenario));
-    LG_RETURN_IF_ERROR(candidate.add_adapter(cand.name, cand.dir).with_context(in_scenario));
-    std::vector<ArmPlan> plans = {{"online", &online, on.name, on.dir},
-                                  {"candidate", &candidate, cand.name, cand.dir},
-                                  {"online_no_adapter", &online, "", ""},
+    std::vector<ArmPlan> plans = {{"online_no_adapter", &online, "", ""},
                                   {"candidate_no_adapter", &candidate, "", ""}};
-    if (options.copied_adapter_arm) {
+    AdapterChoice on;
+    if (!options.base_only) {
+      LG_ASSIGN_OR_RETURN(on, choose(spec.name, false));
+      LG_ASSIGN_OR_RETURN(const AdapterChoice cand, choose(spec.name, true));
+      LG_RETURN_IF_ERROR(online.add_adapter(on.name, on.dir).with_context(in_scenario));
+      LG_RETURN_IF_ERROR(candidate.add_adapter(cand.name, cand.dir).with_context(in_scenario));
+      // The adapter arms first: arm_order draws over arm indices, and runs stored before
+      // base_only keep the orders they had.
+      plans.insert(plans.begin(), {{"online", &online, on.name, on.dir}, {"candidate", &candidate, cand.name, cand.dir}});
+    }
+    if (options.copied_adapter_arm && !options.base_only) {
       const std::string copied = on.name + "@online";
       LG_RETURN_IF_ERROR(candidate.add_adapter(copied, on.dir).with_context(in_scenario));
       plans.push_back({"copied_adapter", &candidate, copied, on.dir});
@@ -176,11 +180,10 @@ Result<RunResult> run_suite(const Suite& suite, ArmEngine& online, ArmEngine& ca
                              .with_context("scenario '" + spec.name + "', arm " + plans[a].arm));
       tick();
     }
-    const std::vector<ItemResult>& reference = scenario.arms.at("online").items;
     for (auto& [name, arm] : scenario.arms) {
       const bool adapter_arm = name != "online_no_adapter" && name != "candidate_no_adapter";
       const std::vector<ItemResult>* against =
-          adapter_arm ? &reference : &scenario.arms.at("online_no_adapter").items;
+          adapter_arm ? &scenario.arms.at("online").items : &scenario.arms.at("online_no_adapter").items;
       arm.metrics = aggregate(arm.items, name == "online" || name == "online_no_adapter" ? nullptr : against);
     }
     run.scenarios.push_back(std::move(scenario));

@@ -38,6 +38,10 @@ struct RunnerOptions {
   // (candidate = false) or the candidate base, e.g. what the registry routes.
   std::function<Result<AdapterChoice>(const std::string& scenario, bool candidate)> adapter_for;
   bool copied_adapter_arm = false; // also run the online adapter on the candidate base (reported, not gated)
+  // Only the arms without adapter and the generic set: how the bases compare
+  // on their own, before any adapter exists for the candidate (an upgrade's
+  // first stage). The adapter, recorded and latency gates then have no data.
+  bool base_only = false;
   uint64_t seed = 1;               // draws the arms' order per item; recorded with the run (decoding is greedy)
   // Each item's generation is timed this many times back to back per arm; the
   // first result is scored, ttft_ms / tpot_ms are the medians of the repeats.

@@ -42,8 +42,10 @@ Status check_upgrade(const UpgradeRecord& r) {
   const std::string who = "upgrade of candidate '" + r.candidate + "'";
   if (r.candidate.empty()) return Status::invalid_argument("an upgrade needs a candidate base name");
   if (!upgrade_state_is_known(r.state)) return Status::invalid_argument(who + ": unknown state '" + r.state + "'");
-  if (!nlohmann::json::parse(r.steps, nullptr, /*allow_exceptions=*/false).is_array()) {
-    return Status::invalid_argument(who + ": steps are not a JSON array");
+  // An object (strategy, stages, steps) since upgrades have stages; a bare array before.
+  const nlohmann::json steps = nlohmann::json::parse(r.steps, nullptr, /*allow_exceptions=*/false);
+  if (!steps.is_object() && !steps.is_array()) {
+    return Status::invalid_argument(who + ": steps are not a JSON object or array");
   }
   return Status::ok();
 }
@@ -51,7 +53,8 @@ Status check_upgrade(const UpgradeRecord& r) {
 }  // namespace
 
 bool upgrade_state_is_running(const std::string& state) {
-  return state == "queued" || state == "training" || state == "evaluating" || state == "promoting";
+  return state == "queued" || state == "judging_base" || state == "transferring" || state == "training" ||
+         state == "evaluating" || state == "promoting";
 }
 
 bool upgrade_state_is_known(const std::string& state) {

@@ -36,11 +36,12 @@ struct UpgradeRecord {
   std::string online_base;          // the base that served when it started
   bool promote = false;             // promote when the evaluation passes
   bool skip_untrained = false;      // scenarios without a training set do not block it
-  // queued | training | evaluating | promoting (running), passed | failed |
+  // queued | judging_base | transferring | training | evaluating | promoting
+  // (running), passed | failed |
   // promoted | cancelled | interrupted (finished; interrupted and cancelled
   // ones resume when the same candidate is asked for again).
   std::string state = "queued";
-  std::string steps = "[]";         // JSON array, one object per scenario
+  std::string steps = "[]";         // JSON: the upgrade's strategy, stages and steps (upgrade/upgrade_status.h)
   std::string verdict;              // "" until judged
   int64_t evaluation = 0;           // the evaluation run's id; 0 = none yet
   std::string report;               // the report's path; "" = none yet

@@ -78,7 +78,7 @@ Status EvaluationJobs::room_for_one_more() const {
 
 Result<EvaluationJobs::Pending> EvaluationJobs::load(const std::string& candidate, const std::string& suite_path,
                                                      const std::string& gates_path,
-                                                     const std::vector<std::string>& roots) {
+                                                     const std::vector<std::string>& roots, EvaluationScope scope) {
   std::shared_ptr<ServingBase> online = bases_->serving();
   if (online == nullptr) return Status::failed_precondition("no base is serving");
   LG_ASSIGN_OR_RETURN(std::shared_ptr<ServingBase> cand, bases_->find(candidate));
@@ -86,7 +86,9 @@ Result<EvaluationJobs::Pending> EvaluationJobs::load(const std::string& candidat
   std::lock_guard<std::mutex> one_at_a_time(load_mu_);
   // The YAML first: every scenario must be routed on both bases before a file it names is read.
   LG_ASSIGN_OR_RETURN(Suite suite, read_suite_spec(suite_path, roots));
+  const bool base_only = scope == EvaluationScope::kBaseOnly;
   for (const ScenarioSpec& s : suite.scenarios) {
+    if (base_only) break;  // no adapter is used: the scenarios are prompts only
     for (const ServingBase* b : {online.get(), cand.get()}) {
       LG_RETURN_IF_ERROR(routed_adapter(*registry_, s.name, b->name())
                              .status()
@@ -100,17 +102,23 @@ Result<EvaluationJobs::Pending> EvaluationJobs::load(const std::string& candidat
     LG_ASSIGN_OR_RETURN(std::string text, read_regular_file(gates_path, kMaxGatesFileBytes, "gates file", roots));
     LG_ASSIGN_OR_RETURN(gates, GateConfig::parse(text, gates_path));
   }
-  return Pending{0, std::move(suite), std::move(gates), std::move(online), std::move(cand)};
+  if (base_only) {  // the gates that need an adapter (or its latencies) have nothing to judge
+    gates.adapter = {};
+    gates.recorded = {};
+    gates.latency = {};
+  }
+  return Pending{0, std::move(suite), std::move(gates), std::move(online), std::move(cand), scope};
 }
 
 Result<JobStatus> EvaluationJobs::start(const std::string& candidate, const std::string& suite_path,
-                                        const std::string& gates_path, const std::vector<std::string>& roots) {
+                                        const std::string& gates_path, const std::vector<std::string>& roots,
+                                        EvaluationScope scope) {
   {  // Refused before a byte is read when it could not wait anyway.
     std::lock_guard<std::mutex> lock(mu_);
     LG_RETURN_IF_ERROR(room_for_one_more());
     ++loading_;
   }
-  Result<Pending> loaded = load(candidate, suite_path, gates_path, roots.empty() ? options_.roots : roots);
+  Result<Pending> loaded = load(candidate, suite_path, gates_path, roots.empty() ? options_.roots : roots, scope);
   std::lock_guard<std::mutex> lock(mu_);
   --loading_;
   if (!loaded.is_ok()) return loaded.status();
@@ -166,6 +174,7 @@ void EvaluationJobs::run_job(Pending job) {
   auto online_arm = serving_base_arm(job.online, job.cancel.get());
   auto candidate_arm = serving_base_arm(job.candidate, job.cancel.get());
   RunnerOptions options;
+  options.base_only = job.scope == EvaluationScope::kBaseOnly;
   options.adapter_for = [&](const std::string& scenario, bool cand) -> Result<AdapterChoice> {
     LG_ASSIGN_OR_RETURN(AdapterRecord a,
                         routed_adapter(*registry_, scenario, (cand ? job.candidate : job.online)->name()));

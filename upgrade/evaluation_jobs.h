@@ -49,6 +49,13 @@ struct EvaluationOptions {
   int32_t max_running = 1;         // evaluations running at once; later ones queue
 };
 
+// What an evaluation runs: the whole comparison, or the two bases on their
+// own (the arms without adapter and the generic set, judged by the
+// base-quality gates alone): an upgrade's first stage, before any adapter
+// exists for the candidate. A base-only run never authorises a promotion
+// (it covers no adapter, promotion_check.h (c)).
+enum class EvaluationScope { kFull, kBaseOnly };
+
 struct JobStatus {
   int64_t id = 0;
   std::string candidate, online;
@@ -77,7 +84,8 @@ class EvaluationJobs {
   // inside `roots` (the admin API's evaluation.roots), or inside
   // EvaluationOptions::roots when `roots` is empty; with neither, any file.
   Result<JobStatus> start(const std::string& candidate, const std::string& suite_path, const std::string& gates_path,
-                          const std::vector<std::string>& roots = {});
+                          const std::vector<std::string>& roots = {},
+                          EvaluationScope scope = EvaluationScope::kFull);
   Result<JobStatus> get(int64_t id) const;
   std::vector<JobStatus> list() const;
   // Cancels the running evaluations and every queued one; later start()s are refused.
@@ -98,13 +106,14 @@ class EvaluationJobs {
     Suite suite;
     GateConfig gates;
     std::shared_ptr<ServingBase> online, candidate;
+    EvaluationScope scope = EvaluationScope::kFull;
     // Read by the job's arms between and during requests; set by cancel(id) or cancel_all().
     std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
   };
   // Whether one more evaluation may wait; mu_ held.
   Status room_for_one_more() const;
   Result<Pending> load(const std::string& candidate, const std::string& suite_path, const std::string& gates_path,
-                       const std::vector<std::string>& roots);
+                       const std::vector<std::string>& roots, EvaluationScope scope);
   void worker_main();
   void run_job(Pending job);
   // Stores `job` as cancelled after `done` of `total` units (started at `started_at`).

@@ -11,6 +11,7 @@
 
 #include "common/atomic_file.h"
 #include "evaluator/report.h"
+#include "upgrade/base_similarity.h"
 #include "upgrade/retrain.h"
 
 namespace loragate::eval {
@@ -24,6 +25,8 @@ struct UpgradeJobs::Plan {
   std::vector<RetrainSpec> specs;  // one per step; skipped steps' are empty
   RetrainBase base;                // the candidate, once loaded
   std::chrono::steady_clock::time_point last_write;
+  std::chrono::steady_clock::time_point stage_start;
+  std::optional<JobStatus> final_run;  // the transfer's run, when it judged every adapter the candidate ends with
 };
 
 namespace {
@@ -97,7 +100,7 @@ Result<UpgradeJobs::Plan> UpgradeJobs::plan(const UpgradeRequest& request, const
     if (t.is_ok()) {
       const json config = json::parse(t->config, nullptr, /*allow_exceptions=*/false);
       if (!config.is_object()) return Status::corrupt("scenario '" + s.name + "': its training config is not JSON");
-      spec = RetrainSpec{s.name, t->path, t->sha256, config};
+      spec = RetrainSpec{s.name, t->path, t->sha256, config, ""};
       step.data_path = t->path;
       step.data_sha256 = t->sha256;
     } else if (t.status().code() == StatusCode::kNotFound) {
@@ -123,6 +126,8 @@ Result<UpgradeJobs::Plan> UpgradeJobs::plan(const UpgradeRequest& request, const
   r.promote = request.promote;
   r.skip_untrained = request.skip_untrained;
   r.state = "queued";
+  p.status.strategy = upgrade_strategy_name(request.strategy);
+  for (const char* stage : {"base", "transfer", "retrain", "evaluate", "promote"}) p.status.stages.push_back({stage, "pending", 0, ""});
   return p;
 }
 
@@ -176,7 +181,7 @@ Result<UpgradeStatus> UpgradeJobs::start(const UpgradeRequest& request) {
     }
     break;  // only the latest upgrade of the candidate
   }
-  p.status.record.steps = upgrade_steps_text(p.status.steps);
+  p.status.record.steps = upgrade_steps_text(p.status);
   if (p.status.record.id > 0) {
     LG_RETURN_IF_ERROR(store_->update(p.status.record));
   } else {
@@ -196,13 +201,13 @@ Result<UpgradeStatus> UpgradeJobs::start(const UpgradeRequest& request) {
 void UpgradeJobs::run(Plan plan) {
   // Retraining is minutes of CPU: at the lowest OS priority, live forward passes take the cores first.
   setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
-  if (load_candidate(plan) && retrain_all(plan) && evaluate(plan)) promote(plan);
+  if (load_candidate(plan) && judge_base(plan) && transfer(plan) && retrain(plan) && evaluate(plan)) promote(plan);
   std::lock_guard<std::mutex> lock(mu_);
   running_.reset();
 }
 
 void UpgradeJobs::publish(Plan& plan, bool force) {
-  plan.status.record.steps = upgrade_steps_text(plan.status.steps);
+  plan.status.record.steps = upgrade_steps_text(plan.status);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (running_ != nullptr) *running_ = plan.status;
@@ -222,6 +227,34 @@ void UpgradeJobs::finish(Plan& plan, const std::string& state, const std::string
   if (state == "cancelled" && shutting_down_.load()) {
     r.state = "interrupted";
     r.error = "the server shut down while it ran; ask for the same candidate again to resume";
+  }
+  for (UpgradeStage& s : plan.status.stages) {
+    if (s.state == "running") end_stage(plan, s.name, state == "cancelled" ? "cancelled" : "failed");
+  }
+  if (state == "failed") {  // a scenario that had no outcome yet did not get its adapter
+    for (UpgradeStep& step : plan.status.steps) {
+      if (step.outcome.empty() && step.state != "skipped") step.outcome = "failed";
+    }
+  }
+  publish(plan);
+}
+
+void UpgradeJobs::begin_stage(Plan& plan, const std::string& name) {
+  for (UpgradeStage& s : plan.status.stages) {
+    if (s.name == name) s.state = "running";
+  }
+  plan.stage_start = std::chrono::steady_clock::now();
+  publish(plan);
+}
+
+void UpgradeJobs::end_stage(Plan& plan, const std::string& name, const std::string& state, const std::string& note) {
+  for (UpgradeStage& s : plan.status.stages) {
+    if (s.name != name) continue;
+    if (s.state == "running") {
+      s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - plan.stage_start).count();
+    }
+    s.state = state;
+    if (!note.empty()) s.note = note;
   }
   publish(plan);
 }
@@ -266,18 +299,123 @@ bool UpgradeJobs::load_candidate(Plan& plan) {
   return true;
 }
 
-bool UpgradeJobs::retrain_all(Plan& plan) {
-  plan.status.record.state = "training";
-  publish(plan);
-  const std::string root = (fs::path(options_.trained_dir) / plan.request.candidate).string();
+bool UpgradeJobs::judge_base(Plan& plan) {
+  begin_stage(plan, "base");
+  plan.status.record.state = "judging_base";
+  std::optional<JobStatus> run = run_evaluation(plan, EvaluationScope::kBaseOnly);
+  if (!run) return false;
+  if (run->verdict != "fail") {
+    end_stage(plan, "base", "done", "the base-quality gates: " + run->verdict + " (run " + std::to_string(run->run_id) + ")");
+    return true;
+  }
+  // Rejected before any adapter was trained: the record shows this run's report.
+  std::vector<std::string> failing;
+  Result<std::string> report = write_report(plan, run->run_id, &failing);
+  if (report.is_ok()) plan.status.record.report = *report;
+  plan.status.record.evaluation = run->run_id;
+  plan.status.record.verdict = run->verdict;
+  end_stage(plan, "base", "failed", "failing gates: " + quoted_list(failing));
+  finish(plan, "failed",
+         "the candidate base fails the gates that need no adapter (run " + std::to_string(run->run_id) +
+             "): failing gates: " + quoted_list(failing) + "; no adapter was trained");
+  return false;
+}
+
+bool UpgradeJobs::transfer(Plan& plan) {
+  if (plan.request.strategy != UpgradeStrategy::kTransferFirst) {
+    end_stage(plan, "transfer", "skipped", "strategy retrain-all");
+    return true;
+  }
+  begin_stage(plan, "transfer");
+  plan.status.record.state = "transferring";
+  const std::string& candidate = plan.request.candidate;
+  std::shared_ptr<ServingBase> online = bases_->serving();
+  Result<std::shared_ptr<ServingBase>> cand = bases_->find(candidate);
+  if (online != nullptr && cand.is_ok()) {
+    plan.status.similarity = similarity_json(compare_bases(online->loop().model().weights(),
+                                                           (*cand)->loop().model().weights()));
+    publish(plan);
+  }
+  // Carry each scenario's online adapter over as it is. One that does not load
+  // on the candidate (other shapes) is left to the retrain stage.
+  std::vector<UpgradeStep*> tried;
+  for (UpgradeStep& step : plan.status.steps) {
+    if (step.state == "skipped" || step.state == "registered") continue;  // kept from an interrupted run
+    if (cancelled()) {
+      finish(plan, "cancelled", "cancelled while the online adapters were carried over");
+      return false;
+    }
+    Result<AdapterRecord> a = registry_->get_adapter(step.adapter, plan.status.record.online_base);
+    if (!a.is_ok()) {
+      step.transfer = "not tried: " + a.status().message();
+      continue;
+    }
+    step.online_dir = a->path;
+    step.out_dir = a->path;
+    step.state = "transferring";
+    if (Status s = register_step(plan, step, step.online_dir); !s.is_ok()) {
+      step.state = "pending";
+      step.out_dir.clear();
+      step.transfer = "does not load on the candidate: " + s.message();
+      continue;
+    }
+    tried.push_back(&step);
+  }
+  if (tried.empty()) {
+    end_stage(plan, "transfer", "done", "no online adapter could be carried over");
+    return true;
+  }
+  std::optional<JobStatus> run = run_evaluation(plan, EvaluationScope::kFull);
+  if (!run) return false;
+  Result<std::map<std::string, Verdict>> verdicts = scenario_verdicts(run->run_id);
+  if (!verdicts.is_ok()) {
+    finish(plan, "failed", "reading the transfer's run: " + verdicts.status().message());
+    return false;
+  }
+  int held = 0;
+  for (UpgradeStep* step : tried) {
+    auto it = verdicts->find(step->scenario);
+    const Verdict v = it != verdicts->end() ? it->second : Verdict::kInconclusive;
+    step->transfer = verdict_name(v);
+    if (v == Verdict::kPass) {
+      step->outcome = "transferred";
+      ++held;
+    } else {
+      step->state = "pending";  // retrained next, starting from this adapter
+      step->out_dir.clear();
+    }
+  }
+  bool all_final = true;  // every scenario's adapter on the candidate is what this run judged
+  for (const UpgradeStep& step : plan.status.steps) all_final = all_final && (step.state != "pending");
+  if (all_final) plan.final_run = run;
+  end_stage(plan, "transfer", "done",
+            std::to_string(held) + " of " + std::to_string(tried.size()) + " adapters held (run " +
+                std::to_string(run->run_id) + ")");
+  return true;
+}
+
+bool UpgradeJobs::retrain(Plan& plan) {
+  std::vector<size_t> todo;
   for (size_t i = 0; i < plan.status.steps.size(); ++i) {
-    UpgradeStep& step = plan.status.steps[i];
-    if (step.state == "skipped") continue;
+    const UpgradeStep& step = plan.status.steps[i];
+    if (step.state == "skipped" || step.outcome == "transferred") continue;
     if (step.state == "registered") {  // kept from the interrupted run: still what the registry routes?
       Result<AdapterRecord> a = registry_->get_adapter(step.adapter, plan.request.candidate);
       Result<std::string> routed = registry_->resolve_scenario(step.scenario, plan.request.candidate);
       if (a.is_ok() && routed.is_ok() && *routed == step.adapter && same_path(a->path, step.out_dir)) continue;
     }
+    todo.push_back(i);
+  }
+  if (todo.empty()) {
+    end_stage(plan, "retrain", "skipped", "every adapter held on the candidate");
+    return true;
+  }
+  begin_stage(plan, "retrain");
+  plan.status.record.state = "training";
+  publish(plan);
+  const std::string root = (fs::path(options_.trained_dir) / plan.request.candidate).string();
+  for (size_t i : todo) {
+    UpgradeStep& step = plan.status.steps[i];
     if (cancelled()) {
       finish(plan, "cancelled", "cancelled before scenario '" + step.scenario + "' was retrained");
       return false;
@@ -294,8 +432,11 @@ bool UpgradeJobs::retrain_all(Plan& plan) {
       step.eta_s = p.eta_s;
       publish(plan, /*force=*/false);
     };
-    Result<RetrainOutcome> out = retrain_adapter(plan.base, plan.specs[i], root, options_.training_roots, on_step,
-                                                 &cancel_);
+    RetrainSpec spec = plan.specs[i];
+    // Warm start from the adapter that was carried over (and loaded there), not from scratch.
+    const bool carried = step.transfer == "fail" || step.transfer == "inconclusive";
+    if (plan.request.strategy == UpgradeStrategy::kTransferFirst && carried) spec.init_from = step.online_dir;
+    Result<RetrainOutcome> out = retrain_adapter(plan.base, spec, root, options_.training_roots, on_step, &cancel_);
     if (!out.is_ok()) {
       const bool was_cancelled = cancelled() || out.status().code() == StatusCode::kCancelled;
       step.state = was_cancelled ? "cancelled" : "failed";
@@ -310,47 +451,48 @@ bool UpgradeJobs::retrain_all(Plan& plan) {
     if (out->steps > 0) step.step = step.total_steps = out->steps;
     if (out->first_loss != 0) step.first_loss = out->first_loss;
     if (out->last_loss != 0) step.loss = out->last_loss;
-    if (!register_step(plan, step)) return false;
+    if (Status s = register_step(plan, step, step.out_dir); !s.is_ok()) {
+      step.state = "failed";
+      step.error = "registering the retrained adapter: " + s.message();
+      finish(plan, "failed", "scenario '" + step.scenario + "': " + step.error);
+      return false;
+    }
+    step.outcome = "retrained";
+    publish(plan);
   }
+  end_stage(plan, "retrain", "done", std::to_string(todo.size()) + " adapter(s) retrained");
   return true;
 }
 
-bool UpgradeJobs::register_step(Plan& plan, UpgradeStep& step) {
+Status UpgradeJobs::register_step(Plan& plan, UpgradeStep& step, const std::string& dir) {
   const std::string& candidate = plan.request.candidate;
-  auto fail = [&](const Status& s) {
-    step.state = "failed";
-    step.error = "registering the retrained adapter: " + s.message();
-    finish(plan, "failed", "scenario '" + step.scenario + "': " + step.error);
-    return false;
-  };
   Result<AdapterRecord> existing = registry_->get_adapter(step.adapter, candidate);
-  if (!existing.is_ok() || !same_path(existing->path, step.out_dir)) {
+  if (!existing.is_ok() || !same_path(existing->path, dir)) {
     // Another version of the adapter is on the candidate: the scenarios using it there move to the new one.
     std::vector<ScenarioRecord> users;
     std::vector<TrainingSetRecord> their_training;
     if (existing.is_ok()) {
-      Result<std::vector<ScenarioRecord>> all = registry_->list_scenarios(candidate);
-      if (!all.is_ok()) return fail(all.status());
-      for (const ScenarioRecord& s : *all) {
+      LG_ASSIGN_OR_RETURN(std::vector<ScenarioRecord> all, registry_->list_scenarios(candidate));
+      for (const ScenarioRecord& s : all) {
         if (s.adapter != step.adapter) continue;
         users.push_back(s);
         // Removing a scenario may remove its name's training set (the last of its name): kept to restore.
         if (Result<TrainingSetRecord> t = registry_->get_training_set(s.name); t.is_ok()) their_training.push_back(*t);
-        if (Status rm = registry_->remove_scenario(s.name, candidate); !rm.is_ok()) return fail(rm);
+        LG_RETURN_IF_ERROR(registry_->remove_scenario(s.name, candidate));
       }
-      if (Status rm = hooks_.unregister_adapter(step.adapter, candidate); !rm.is_ok()) return fail(rm);
+      LG_RETURN_IF_ERROR(hooks_.unregister_adapter(step.adapter, candidate));
     }
-    Result<AdapterRecord> added = hooks_.register_adapter(step.adapter, step.out_dir, candidate);
+    Result<AdapterRecord> added = hooks_.register_adapter(step.adapter, dir, candidate);
     for (const ScenarioRecord& s : users) (void)registry_->set_scenario(s.name, candidate, s.adapter);
     for (const TrainingSetRecord& t : their_training) (void)registry_->set_training_set(t);
-    if (!added.is_ok()) return fail(added.status());
+    LG_RETURN_IF_ERROR(added.status());
   }
   Result<ScenarioRecord> routed = registry_->set_scenario(step.scenario, candidate, step.adapter);
   if (hooks_.routes_changed) hooks_.routes_changed();
-  if (!routed.is_ok()) return fail(routed.status());
+  LG_RETURN_IF_ERROR(routed.status());
   step.state = "registered";
   publish(plan);
-  return true;
+  return Status::ok();
 }
 
 Result<std::string> UpgradeJobs::write_report(const Plan& plan, int64_t run_id,
@@ -374,14 +516,12 @@ Result<std::string> UpgradeJobs::write_report(const Plan& plan, int64_t run_id,
   return json_path;
 }
 
-bool UpgradeJobs::evaluate(Plan& plan) {
-  plan.status.record.state = "evaluating";
-  publish(plan);
+std::optional<JobStatus> UpgradeJobs::run_evaluation(Plan& plan, EvaluationScope scope) {
   Result<JobStatus> job = evaluations_->start(plan.request.candidate, plan.request.suite_path,
-                                              plan.request.gates_path, options_.eval_roots);
+                                              plan.request.gates_path, options_.eval_roots, scope);
   if (!job.is_ok()) {
     finish(plan, "failed", "the evaluation did not start: " + job.status().message());
-    return false;
+    return std::nullopt;
   }
   JobStatus now = *job;
   bool asked_to_cancel = false;
@@ -394,7 +534,7 @@ bool UpgradeJobs::evaluate(Plan& plan) {
     Result<JobStatus> again = evaluations_->get(now.id);
     if (!again.is_ok()) {
       finish(plan, "failed", "the evaluation vanished: " + again.status().message());
-      return false;
+      return std::nullopt;
     }
     now = *again;
     if (now.done != plan.status.eval_done || now.total != plan.status.eval_total) {
@@ -403,31 +543,65 @@ bool UpgradeJobs::evaluate(Plan& plan) {
       publish(plan);
     }
   }
-  plan.status.record.evaluation = now.run_id;
+  plan.status.eval_done = plan.status.eval_total = 0;
   if (now.state == "cancelled") {
     finish(plan, "cancelled", "cancelled while the evaluation ran (evaluation " + std::to_string(now.id) + ")");
-    return false;
+    return std::nullopt;
   }
   if (now.state != "done") {
     finish(plan, "failed", "the evaluation failed: " + now.error);
-    return false;
+    return std::nullopt;
   }
-  plan.status.record.verdict = now.verdict;
+  return now;
+}
+
+Result<std::map<std::string, Verdict>> UpgradeJobs::scenario_verdicts(int64_t run_id) const {
+  LG_ASSIGN_OR_RETURN(EvaluationRecord record, runs_->get(run_id));
+  const json report = json::parse(record.report, nullptr, /*allow_exceptions=*/false);
+  if (report.is_discarded()) return Status::corrupt("evaluation run " + std::to_string(run_id) + ": report is not JSON");
+  LG_ASSIGN_OR_RETURN(RunResult run, run_from_json(report));
+  std::map<std::string, std::vector<GateResult>> by_scenario;
+  for (const GateResult& g : run.gates) {
+    if (g.scenario == "generic" || g.metric.rfind("no_adapter.", 0) == 0) continue;  // the base's, judged before
+    by_scenario[g.scenario].push_back(g);
+  }
+  std::map<std::string, Verdict> out;
+  for (const auto& [scenario, gates] : by_scenario) out[scenario] = overall_verdict(gates);
+  return out;
+}
+
+bool UpgradeJobs::evaluate(Plan& plan) {
+  begin_stage(plan, "evaluate");
+  plan.status.record.state = "evaluating";
+  std::optional<JobStatus> now = plan.final_run;
+  const bool reused = now.has_value();
+  if (!now) now = run_evaluation(plan, EvaluationScope::kFull);
+  if (!now) return false;
+  plan.status.record.evaluation = now->run_id;
+  plan.status.record.verdict = now->verdict;
   std::vector<std::string> failing;
-  Result<std::string> report = write_report(plan, now.run_id, &failing);
+  Result<std::string> report = write_report(plan, now->run_id, &failing);
   if (report.is_ok()) plan.status.record.report = *report;
-  if (now.verdict != "pass") {
-    std::string why = "the evaluation's verdict is " + now.verdict + " (run " + std::to_string(now.run_id) + ")";
+  const std::string note = now->verdict + " (run " + std::to_string(now->run_id) +
+                           (reused ? ", the transfer's: every adapter there was judged in it)" : ")");
+  if (now->verdict != "pass") {
+    end_stage(plan, "evaluate", "failed", note);
+    std::string why = "the evaluation's verdict is " + now->verdict + " (run " + std::to_string(now->run_id) + ")";
     if (!failing.empty()) why += ": failing gates: " + quoted_list(failing);
     finish(plan, "failed", why);
     return false;
   }
+  end_stage(plan, "evaluate", "done", note);
   if (!report.is_ok()) std::cerr << "loragate: upgrade report not written: " << report.status().to_string() << "\n";
   return true;
 }
 
 void UpgradeJobs::promote(Plan& plan) {
-  if (!plan.request.promote) return finish(plan, "passed", "");
+  if (!plan.request.promote) {
+    end_stage(plan, "promote", "skipped", "promote was not asked");
+    return finish(plan, "passed", "");
+  }
+  begin_stage(plan, "promote");
   plan.status.record.state = "promoting";
   publish(plan);
   const Status swapped = hooks_.promote
@@ -435,6 +609,7 @@ void UpgradeJobs::promote(Plan& plan) {
                             : bases_->promote(plan.request.candidate, /*force=*/false, plan.request.actor).status();
   if (hooks_.routes_changed) hooks_.routes_changed();
   if (!swapped.is_ok()) return finish(plan, "failed", "the evaluation passed but promote was refused: " + swapped.message());
+  end_stage(plan, "promote", "done");
   finish(plan, "promoted", "");
 }
 

@@ -1,12 +1,20 @@
-// UpgradeJobs: a base upgrade as one request inside a running server. For a
-// candidate base, every scenario routed on the serving base has its adapter
-// retrained on the candidate from the scenario's recorded training set and
-// config (retrain.h), registered on the candidate under the scenario's
-// adapter name with the scenario pointed at it; then the server's suite runs
-// (EvaluationJobs), the verdict and the report's path are recorded, and, when
-// it passed and promote was asked, the candidate is promoted through
-// BaseSet::promote (which asks the promotion check first).
-//
+// UpgradeJobs: a base upgrade as one request inside a running server, in
+// stages, cheapest first (each recorded with its state and wall time):
+//  1. base: the candidate is judged on its own, by the gates that need no
+//     adapter (generic set, scenarios without adapter; EvaluationScope
+//     kBaseOnly). A base that fails them is rejected here, before any training.
+//  2. transfer (strategy transfer-first): each scenario's online adapter is
+//     registered on the candidate as it is and the suite runs; a scenario
+//     whose own gates pass keeps it ("transferred"). The two bases' per-module
+//     similarity is measured beside it (base_similarity.h).
+//  3. retrain: the scenarios left (every one under retrain-all) have their
+//     adapter retrained on the candidate from the scenario's recorded training
+//     set and config (retrain.h), warm-started from the online adapter under
+//     transfer-first, and registered under the scenario's adapter name.
+//  4. evaluate: the whole suite with the adapters each scenario ended with
+//     (the transfer's run itself when nothing was retrained).
+//  5. promote: when it passed and promote was asked, through BaseSet::promote
+//     (which asks the promotion check first).
 // One upgrade at a time, on a worker thread at the lowest OS priority (nice
 // 19): live traffic keeps its cores, as the evaluation worker does. A
 // scenario without a training set blocks the upgrade before anything runs,
@@ -27,8 +35,10 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -72,6 +82,7 @@ struct UpgradeRequest {
   WeightType dtype = WeightType::kF32;  // when it has to be loaded
   bool promote = false;
   bool skip_untrained = false;
+  UpgradeStrategy strategy = UpgradeStrategy::kTransferFirst;
   std::string suite_path, gates_path; // "" = UpgradeOptions'
   std::string actor = "admin";        // who asked, for the swap history
 };
@@ -108,18 +119,29 @@ class UpgradeJobs {
   struct Plan;
   Result<Plan> plan(const UpgradeRequest& request, const ServingBase& serving) const;
   void run(Plan plan);
-  // The steps of the run: each returns false when the upgrade ended (its state recorded).
+  // The stages of the run: each returns false when the upgrade ended (its state recorded).
   bool load_candidate(Plan& plan);
-  bool retrain_all(Plan& plan);
-  bool register_step(Plan& plan, UpgradeStep& step);
+  bool judge_base(Plan& plan);
+  bool transfer(Plan& plan);
+  bool retrain(Plan& plan);
   bool evaluate(Plan& plan);
   void promote(Plan& plan);
+  // Marks stage `name` running (begin) or ended in `state` with its wall time (end).
+  void begin_stage(Plan& plan, const std::string& name);
+  void end_stage(Plan& plan, const std::string& name, const std::string& state, const std::string& note = "");
+  // Runs the server's suite on the candidate as `scope` and waits for it, showing
+  // its progress; the finished job, or nullopt when the upgrade ended (recorded).
+  std::optional<JobStatus> run_evaluation(Plan& plan, EvaluationScope scope);
+  // Registers `dir` on the candidate as the step's adapter and routes its scenario to it.
+  Status register_step(Plan& plan, UpgradeStep& step, const std::string& dir);
   // Ends the upgrade in `state` with `error` (cancelled / interrupted when a cancel was asked).
   void finish(Plan& plan, const std::string& state, const std::string& error);
   // Publishes `plan`'s status and writes it to the store (at most once a second unless `force`).
   void publish(Plan& plan, bool force = true);
   // Writes the stored evaluation run's report beside the adapters; its path, and the failing gates.
   Result<std::string> write_report(const Plan& plan, int64_t run_id, std::vector<std::string>* failing) const;
+  // The stored run `run_id`'s verdict on each scenario's adapter gates (not the base-quality ones).
+  Result<std::map<std::string, Verdict>> scenario_verdicts(int64_t run_id) const;
   bool cancelled() const { return cancel_.load(); }
 
   BaseSet* bases_;

@@ -58,7 +58,7 @@ void AdminApi::install_upgrades(Router& router, const AdminGate& gate) {
   router.add(http::verb::post, "/admin/upgrades", gate.guard([this, gate, describe](const std::shared_ptr<Exchange>& ex) {
     json body;
     eval::UpgradeRequest request;
-    std::string dtype = "f32", suite, gates;
+    std::string dtype = "f32", suite, gates, strategy = "transfer-first";
     if (auto e = parse_object(ex->request(), &body)) return ex->respond(e->to_response());
     if (auto e = string_field(body, "candidate", &request.candidate)) return ex->respond(e->to_response());
     if (auto e = string_field(body, "path", &request.path)) return ex->respond(e->to_response());
@@ -67,6 +67,10 @@ void AdminApi::install_upgrades(Router& router, const AdminGate& gate) {
     if (auto e = optional_string(body, "dtype", &dtype)) return ex->respond(e->to_response());
     if (auto e = optional_string(body, "suite", &suite)) return ex->respond(e->to_response());
     if (auto e = optional_string(body, "gates", &gates)) return ex->respond(e->to_response());
+    if (auto e = optional_string(body, "strategy", &strategy)) return ex->respond(e->to_response());
+    Result<eval::UpgradeStrategy> chosen = eval::parse_upgrade_strategy(strategy);
+    if (!chosen.is_ok()) return ex->respond(bad_request(chosen.status().message(), "strategy").to_response());
+    request.strategy = *chosen;
     Result<WeightType> parsed = parse_weight_type(dtype);
     if (!parsed.is_ok()) return ex->respond(bad_request(parsed.status().message(), "dtype").to_response());
     request.dtype = *parsed;

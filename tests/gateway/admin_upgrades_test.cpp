@@ -4,12 +4,15 @@
 // base): a scenario without a training set blocks the upgrade unless
 // skipped; an upgrade retrains, registers, evaluates and promotes; a cancel
 // leaves a checkpoint and asking again resumes from it under the same id;
-// after a restart an unfinished upgrade shows interrupted.
+// after a restart an unfinished upgrade shows interrupted. The stages: a bad
+// base is rejected before any training; an adapter that holds on the
+// candidate is carried over, not retrained.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -83,7 +86,7 @@ class AdminUpgradesTest : public ::testing::Test {
     AdminOptions admin;
     admin.token = kToken;
     admin.adapter_roots = {eval_dir() + "/adapters"};
-    admin.base_roots = {eval_dir() + "/bases"};
+    admin.base_roots = {eval_dir() + "/bases", dir_ + "/bases"};
     admin.eval_roots = eval_roots;
     admin.served_name = "online";
     admin.training_roots = {eval_dir() + "/scenarios"};
@@ -150,10 +153,16 @@ class AdminUpgradesTest : public ::testing::Test {
     ASSERT_EQ(r.status, 200) << r.body;
   }
 
-  json start(const std::string& candidate, bool promote, bool skip_untrained = false, int expect = 202) {
+  // Retraining every adapter unless `strategy` says otherwise: the fixtures' online adapters
+  // would often carry over to candidate-good, and these tests are about retraining.
+  json start(const std::string& candidate, bool promote, bool skip_untrained = false, int expect = 202,
+             const std::string& strategy = "retrain-all", const std::string& path = "") {
     ClientResponse r = admin(http::verb::post, "/admin/upgrades",
-                             {{"candidate", candidate}, {"path", eval_dir() + "/bases/" + candidate},
-                              {"promote", promote}, {"skip_untrained", skip_untrained}});
+                             {{"candidate", candidate},
+                              {"path", path.empty() ? eval_dir() + "/bases/" + candidate : path},
+                              {"promote", promote},
+                              {"skip_untrained", skip_untrained},
+                              {"strategy", strategy}});
     EXPECT_EQ(r.status, expect) << r.body;
     return r.json();
   }
@@ -294,6 +303,70 @@ TEST_F(AdminUpgradesTest, ARestartShowsAnUnfinishedUpgradeInterrupted) {
   EXPECT_EQ(get(id)["state"], "interrupted");
   EXPECT_EQ(admin(http::verb::get, "/admin/upgrades/999").status, 404);
   EXPECT_EQ(admin(http::verb::get, "/admin/upgrades/x").status, 400);
+}
+
+TEST_F(AdminUpgradesTest, ABadBaseIsRejectedBeforeAnyAdapterIsTrained) {
+  serve_scenario("mia", short_recipe(4));
+  const json started = start("candidate-bad", /*promote=*/true, false, 202, "transfer-first");
+  const json done = wait(started["id"], finished);
+  ASSERT_EQ(done["state"], "failed") << done.dump(2);
+  EXPECT_EQ(done["strategy"], "transfer-first");
+  const std::string error = done["error"];
+  EXPECT_NE(error.find("need no adapter"), std::string::npos) << error;
+  EXPECT_NE(error.find("generic/perplexity"), std::string::npos) << error;
+  ASSERT_EQ(done["stages"].size(), 5u) << done.dump(2);
+  EXPECT_EQ(done["stages"][0]["name"], "base");
+  EXPECT_EQ(done["stages"][0]["state"], "failed");
+  EXPECT_GT(done["stages"][0]["seconds"].get<double>(), 0.0);
+  for (size_t i = 1; i < 5; ++i) EXPECT_EQ(done["stages"][i]["state"], "pending") << done["stages"][i].dump();
+  const json step = done["steps"][0];
+  EXPECT_EQ(step["step"], 0) << "never trained";
+  EXPECT_EQ(step["outcome"], "failed");
+  // Nothing was trained: the candidate's folder holds only the base stage's report.
+  for (const auto& e : std::filesystem::directory_iterator(dir_ + "/trained/candidate-bad")) {
+    EXPECT_FALSE(e.is_directory()) << e.path();
+  }
+  EXPECT_EQ(done["verdict"], "fail");
+  ASSERT_TRUE(done["report"].is_string());
+  EXPECT_TRUE(std::filesystem::exists(done["report_html"].get<std::string>()));
+  EXPECT_EQ(bases_->serving()->name(), "online");
+}
+
+TEST_F(AdminUpgradesTest, AnAdapterThatHoldsOnTheCandidateIsCarriedOverNotRetrained) {
+  // The candidate is a byte-for-byte copy of the online base: every online adapter holds by construction.
+  std::filesystem::create_directories(dir_ + "/bases");
+  std::filesystem::copy(shared_dir() + "/models/stories260K", dir_ + "/bases/copy");
+  serve_scenario("mia", short_recipe(4));
+  const json started = start("copy", /*promote=*/true, false, 202, "transfer-first", dir_ + "/bases/copy");
+  const json done = wait(started["id"], finished);
+  ASSERT_EQ(done["state"], "promoted") << done.dump(2);
+  const json step = done["steps"][0];
+  EXPECT_EQ(step["outcome"], "transferred") << step.dump();
+  EXPECT_EQ(step["transfer"], "pass");
+  EXPECT_EQ(step["step"], 0) << "not trained";
+  EXPECT_EQ(std::filesystem::canonical(step["out_dir"].get<std::string>()),
+            std::filesystem::canonical(eval_dir() + "/adapters/online/mia"));
+  std::map<std::string, std::string> stage;
+  for (const json& s : done["stages"]) stage[s["name"]] = s["state"];
+  EXPECT_EQ(stage["base"], "done");
+  EXPECT_EQ(stage["transfer"], "done");
+  EXPECT_EQ(stage["retrain"], "skipped");
+  EXPECT_EQ(stage["evaluate"], "done");
+  EXPECT_EQ(stage["promote"], "done");
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/trained/copy/mia")) << "nothing retrained";
+  // The same weights: distance 0 and cosine 1 on every module.
+  ASSERT_TRUE(done["similarity"].contains("modules")) << done["similarity"].dump();
+  EXPECT_EQ(done["similarity"]["rel_frobenius"], 0.0);
+  for (const json& m : done["similarity"]["modules"]) EXPECT_NEAR(m["cosine_min"].get<double>(), 1.0, 1e-9) << m.dump();
+  EXPECT_EQ(bases_->serving()->name(), "copy");
+  EXPECT_EQ(std::filesystem::canonical(registry_->get_adapter("mia", "copy")->path),
+            std::filesystem::canonical(eval_dir() + "/adapters/online/mia"));
+}
+
+TEST_F(AdminUpgradesTest, AnUnknownStrategyIsRefusedNamingIt) {
+  serve_scenario("mia", short_recipe(2));
+  const json refused = start("candidate-good", false, false, 400, "guess");
+  EXPECT_EQ(refused["error"]["param"], "strategy") << refused.dump();
 }
 
 }  // namespace

@@ -66,8 +66,8 @@ TEST_P(UpgradeStoreTest, StoresEveryStepAndListsNewestFirst) {
   r.state = "sleeping";
   EXPECT_STATUS(store->update(r), StatusCode::kInvalidArgument, "unknown state 'sleeping'");
   r.state = "failed";
-  r.steps = "{}";
-  EXPECT_STATUS(store->update(r), StatusCode::kInvalidArgument, "not a JSON array");
+  r.steps = "\"steps\"";
+  EXPECT_STATUS(store->update(r), StatusCode::kInvalidArgument, "not a JSON object or array");
   r.steps = "[]";
   r.id = 999;
   EXPECT_STATUS(store->update(r), StatusCode::kNotFound, "upgrade 999");
