@@ -58,9 +58,10 @@
 // sees fail. 5 flips and 5 fixes on 40 items fail at m = 0.03.
 //
 // Sample size: a gate judged on fewer than min_items items (GateConfig
-// default 30, per metric min_items) is inconclusive and says so; a quantile
-// q also needs n with q^n < (1 - level) / 2, so that the largest item bounds
-// it (p90 at 95%: 36 items; p99: 368).
+// default 30, per metric min_items) cannot pass: it is inconclusive and says
+// so; a quantile q also needs n with q^n < (1 - level) / 2, so that the
+// largest item bounds it (p90 at 95%: 36 items; p99: 368). A failure stays a
+// failure however few the items: its whole interval is past the bound.
 //
 // NLL units: NLL and perplexity gates compare nats per reference token, or
 // nats per UTF-8 byte of reference text (sum(nll) / sum(bytes), from

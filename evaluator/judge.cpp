@@ -136,7 +136,12 @@ void Judge::judge(const Comparison& c, const ArmSeries& candidate, const ArmSeri
     } else {
       flips(c, candidate, reference, g);
     }
-    if (!shortfall.empty() && g.verdict != Verdict::kSkipped) {
+    // Too few items cannot show a pass, but an interval wholly past the bound
+    // is a measured failure at any n: it stays one (a 2x slower candidate on
+    // 12 items fails its latency gate, it is not "inconclusive").
+    if (!shortfall.empty() && g.verdict == Verdict::kFail) {
+      g.why += " (on " + shortfall + ")";
+    } else if (!shortfall.empty() && g.verdict != Verdict::kSkipped) {
       g.verdict = Verdict::kInconclusive;
       g.why += "; inconclusive: " + shortfall;
     }

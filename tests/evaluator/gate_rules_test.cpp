@@ -74,7 +74,7 @@ class Jitter {
 
 auto keep = [](size_t, ItemResult&) {};
 
-TEST(GateRules, KeywordFloorOnThreeItemsIsInconclusive) {
+TEST(GateRules, TooFewItemsCannotPassButAFailureStaysOne) {
   const RunResult three = run_of(arm_of("online", 3, keep), arm_of("candidate", 3, keep));
   const auto gates = evaluate_gates(config_of("adapter: {keyword_rate: {floor: 0.8}}\n"), three, {});
   ASSERT_EQ(gates.size(), 1u);
@@ -92,6 +92,15 @@ TEST(GateRules, KeywordFloorOnThreeItemsIsInconclusive) {
   EXPECT_NEAR(wilson[0].low, 0.7225, 1e-4);
   EXPECT_NE(wilson[0].why.find("95% Wilson CI 0.722..1.000, 10 items) may be below floor 0.8"), std::string::npos)
       << wilson[0].why;
+  // Too few items never turn a measured failure into "inconclusive": 0 of 12 is wholly below 0.80.
+  const RunResult missed = run_of(arm_of("online", 12, keep), arm_of("candidate", 12, [](size_t, ItemResult& it) {
+                                    it.keyword = 0;
+                                  }));
+  const auto failed = evaluate_gates(config_of("adapter: {keyword_rate: {floor: 0.8}}\n"), missed, {});
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].verdict, Verdict::kFail) << failed[0].why;
+  EXPECT_NE(failed[0].why.find("(on 12 items, fewer than min_items 30)"), std::string::npos) << failed[0].why;
+  EXPECT_EQ(overall_verdict(failed), Verdict::kFail);
   // 40/40 clears it.
   const RunResult forty = run_of(arm_of("online", 40, keep), arm_of("candidate", 40, keep));
   EXPECT_EQ(evaluate_gates(config_of("adapter: {keyword_rate: {floor: 0.8}}\n"), forty, {})[0].verdict,
