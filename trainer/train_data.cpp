@@ -82,6 +82,36 @@ Result<json> parse_train_line(std::string_view line) {
   }
 }
 
+// The most bytes one token of `tokenizer` stands for: a text of more than
+// max_seq_len times this many bytes cannot fit in max_seq_len tokens.
+size_t longest_token_bytes(const Tokenizer& tokenizer) {
+  size_t longest = 1;
+  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) longest = std::max(longest, tokenizer.token_bytes(id).size());
+  return longest;
+}
+
+// The bytes of every string in `v` (the text a line asks to tokenise).
+size_t text_bytes(const json& v) {
+  if (v.is_string()) return v.get_ref<const std::string&>().size();
+  size_t n = 0;
+  if (v.is_array() || v.is_object()) {
+    for (const json& e : v) n += text_bytes(e);
+  }
+  return n;
+}
+
+// A line is refused as soon as it cannot fit, before it is tokenised: a 50 MB
+// line would otherwise cost gigabytes of token ids to find that out. Before
+// parsing by its length (a JSON escape spells one byte in at most 6), after by
+// the bytes of its strings; `token_bytes` is the longest token's.
+Status check_line_can_fit(size_t bytes, size_t most, size_t token_bytes, int64_t max_seq_len, const char* what) {
+  if (bytes <= most) return Status::ok();
+  return Status::invalid_argument(std::string(what) + " of " + std::to_string(bytes) + " bytes cannot fit in " +
+                                  std::to_string(max_seq_len) + " tokens (max_seq_len; no token is longer than " +
+                                  std::to_string(token_bytes) + " bytes): refused before tokenising it; raise " +
+                                  "max_seq_len or shorten it");
+}
+
 }  // namespace
 
 int64_t TrainExample::num_targets() const {
@@ -97,6 +127,8 @@ Result<TrainData> load_train_data(const std::string& path, const Tokenizer& toke
   LG_ASSIGN_OR_RETURN(const std::string text, read_regular_file(path, kMaxTrainFileBytes, "training file", roots));
   TrainData data;
   data.sha256 = sha256_hex(text);
+  const size_t token_bytes = longest_token_bytes(tokenizer);
+  const size_t text_cap = static_cast<size_t>(max_seq_len) * token_bytes;
   std::optional<TrainLineShape> file_shape;
   size_t shape_line = 0;  // the first line, which set the file's shape
   size_t number = 0;
@@ -113,8 +145,12 @@ Result<TrainData> load_train_data(const std::string& path, const Tokenizer& toke
       return Status::invalid_argument(where + ": more than " + std::to_string(kMaxTrainExamples) +
                                       " examples in one training file");
     }
+    LG_RETURN_IF_ERROR(
+        check_line_can_fit(line.size(), 6 * text_cap + 4096, token_bytes, max_seq_len, "a line").with_context(where));
     Result<json> obj = parse_train_line(line);
     if (!obj.is_ok()) return obj.status().with_context(where);
+    LG_RETURN_IF_ERROR(
+        check_line_can_fit(text_bytes(*obj), text_cap, token_bytes, max_seq_len, "its text").with_context(where));
     Result<TrainLineShape> shape = train_line_shape(obj.value());
     if (!shape.is_ok()) return shape.status().with_context(where);
     if (!file_shape) {

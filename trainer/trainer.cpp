@@ -76,6 +76,11 @@ Result<TrainReport> train_adapter(const TrainJob& job, const std::function<void(
   const ChatTemplate chat_template = chat.is_ok() ? std::move(*chat) : ChatTemplate::plain();
   LG_ASSIGN_OR_RETURN(TrainData data,
                       load_train_data(job.data_path, *tokenizer, chat_template, config.max_seq_len, job.roots));
+  if (!job.expect_data_sha256.empty() && data.sha256 != job.expect_data_sha256) {
+    return Status::failed_precondition(job.data_path + " changed while the run started (sha256 " +
+                                       data.sha256.substr(0, 12) + ", expected " +
+                                       job.expect_data_sha256.substr(0, 12) + "); nothing was trained");
+  }
   LG_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model, LlamaModel::load(*dir, job.dtype));
   LG_ASSIGN_OR_RETURN(std::unique_ptr<TrainModel> train_model, TrainModel::create(*model));
   LG_ASSIGN_OR_RETURN(LoraParams params, LoraParams::init(dir->config(), config.lora, config.seed));

@@ -35,6 +35,9 @@ struct TrainJob {
   // A PEFT folder to start from instead of PEFT's initialisation (warm_start.h);
   // its LoRA shape replaces config.lora. "" = a fresh adapter.
   std::string init_from;
+  // The sha256 the training file must have ("" = any): a file changed between
+  // the caller's check and the read is refused, not trained on.
+  std::string expect_data_sha256;
   std::vector<std::string> roots;    // data must lie inside one of them (empty: anywhere)
   // Inside a server: the compute pool's gate. Each sequence's forward and
   // backward pass then takes a background turn, so a live step waits at most

@@ -3,8 +3,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/path_roots.h"
 #include "common/sha256.h"
 #include "trainer/train_config.h"
+#include "trainer/train_data.h"
 
 namespace loragate::eval {
 
@@ -60,9 +62,15 @@ Result<RetrainOutcome> retrain_adapter(const RetrainBase& base, const RetrainSpe
   Result<train::TrainConfig> parsed = train::train_config_from_json(spec.config);
   if (!parsed.is_ok()) return parsed.status().with_context(who + ": training config");
   const train::TrainConfig config = std::move(parsed).value();
-  Result<std::string> hashed = sha256_file(spec.data_path);
-  if (!hashed.is_ok()) return hashed.status().with_context(who + ": training set");
-  const std::string data_sha256 = std::move(hashed).value();
+  // Read as the trainer reads it (a regular file inside the roots, capped): a
+  // FIFO or a link to /dev/zero swapped in since `scenario set` is refused here
+  // instead of blocking or reading without end.
+  std::string data_sha256;
+  {  // the bytes go at the end of the block: the trainer reads them again, checking they are these
+    Result<std::string> text = read_regular_file(spec.data_path, train::kMaxTrainFileBytes, "training set", roots);
+    if (!text.is_ok()) return text.status().with_context(who);
+    data_sha256 = sha256_hex(*text);
+  }
   if (!spec.data_sha256.empty() && data_sha256 != spec.data_sha256) {
     return Status::failed_precondition(who + ": training set " + spec.data_path + " changed since it was recorded" +
                                        " (sha256 " + data_sha256.substr(0, 12) + ", recorded " +
@@ -95,6 +103,7 @@ Result<RetrainOutcome> retrain_adapter(const RetrainBase& base, const RetrainSpe
   job.roots = roots;
   job.gate = base.gate;
   job.init_from = spec.init_from;
+  job.expect_data_sha256 = data_sha256;
   Result<train::TrainReport> report = train::train_adapter(job, on_step, cancel);
   if (!report.is_ok()) return report.status().with_context(who);
   out.steps = report->steps;

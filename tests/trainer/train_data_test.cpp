@@ -162,6 +162,32 @@ TEST_F(TrainDataTest, MaxSeqLenIsACapNeverACut) {
   EXPECT_NE(load(path, 1).status().message().find("max_seq_len must be at least 2"), std::string::npos);
 }
 
+// A line that cannot fit is refused by its bytes, before it is tokenised (a
+// 50 MB line would cost gigabytes of token ids): the message says so, and a
+// line within the bound but over max_seq_len still gets the exact count.
+TEST_F(TrainDataTest, ALineThatCannotFitIsRefusedBeforeItIsTokenised) {
+  const std::string huge(200000, 'x');
+  const std::string path = files_.write_lines("huge.jsonl", {{{"prompt", "a"}, {"completion", " b"}},
+                                                             {{"prompt", "a"}, {"completion", huge}}});
+  Result<TrainData> refused = load(path, 64);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find(path + ":2: "), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("refused before tokenising it"), std::string::npos)
+      << refused.status().message();
+  // Escapes make the text shorter than the line: judged by the strings' bytes after parsing.
+  size_t longest = 1;  // the bound: no token stands for more bytes than this
+  for (int32_t id = 0; id < tokenizer_->vocab_size(); ++id) longest = std::max(longest, tokenizer_->token_bytes(id).size());
+  const size_t n = 64 * longest + 10;  // one byte of prompt and n of completion: over 64 tokens' worth
+  std::string escaped;
+  for (size_t i = 0; i < n; ++i) escaped += "\\u0078";
+  const std::string esc_path = files_.write("escaped.jsonl", "{\"prompt\": \"a\", \"completion\": \"" + escaped + "\"}");
+  Result<TrainData> by_text = load(esc_path, 64);
+  ASSERT_FALSE(by_text.is_ok());
+  EXPECT_NE(by_text.status().message().find("its text of " + std::to_string(n + 1) + " bytes"), std::string::npos)
+      << by_text.status().message();
+}
+
 TEST_F(TrainDataTest, FilesAreRegularAndConfinedToRoots) {
   Result<TrainData> missing = load(files_.dir() + "/nope.jsonl");
   ASSERT_FALSE(missing.is_ok());

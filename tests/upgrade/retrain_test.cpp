@@ -4,7 +4,11 @@
 // before anything is trained; a finished folder is recognised.
 #include "upgrade/retrain.h"
 
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
+
+#include <chrono>
 
 #include <filesystem>
 #include <fstream>
@@ -56,6 +60,25 @@ TEST(RetrainTest, AnEditedTrainingSetIsRefusedBeforeAnythingIsTrained) {
   r = retrain_adapter({dir + "/no-model", WeightType::kF32, ""}, spec, dir + "/trained", {});
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().to_string();
   EXPECT_NE(r.status().message().find("stpes"), std::string::npos) << r.status().message();
+  std::filesystem::remove_all(dir);
+}
+
+// A training set swapped for a FIFO or a link to /dev/zero after it was
+// recorded is refused at once: nothing waits for a writer or reads without end.
+TEST(RetrainTest, AFifoOrADeviceInPlaceOfTheTrainingSetIsRefusedAtOnce) {
+  const std::string dir = testing::make_temp_dir("lg-retrain-fifo");
+  ASSERT_EQ(::mkfifo((dir + "/fifo.jsonl").c_str(), 0600), 0);
+  std::filesystem::create_symlink("/dev/zero", dir + "/zero.jsonl");
+  for (const char* name : {"fifo.jsonl", "zero.jsonl"}) {
+    RetrainSpec spec{"mia", dir + "/" + name, "", json::object(), ""};
+    const auto t0 = std::chrono::steady_clock::now();
+    Result<RetrainOutcome> r = retrain_adapter({dir + "/no-model", WeightType::kF32, ""}, spec, dir + "/trained", {});
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5)) << name;
+    ASSERT_FALSE(r.is_ok()) << name;
+    EXPECT_NE(r.status().message().find("not a regular file"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("scenario 'mia'"), std::string::npos) << r.status().message();
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/trained"));
   std::filesystem::remove_all(dir);
 }
 
