@@ -483,6 +483,16 @@ Status UpgradeJobs::register_step(Plan& plan, UpgradeStep& step, const std::stri
       LG_RETURN_IF_ERROR(hooks_.unregister_adapter(step.adapter, candidate));
     }
     Result<AdapterRecord> added = hooks_.register_adapter(step.adapter, dir, candidate);
+    // The version just removed leaves the candidate's adapter cache at its next
+    // housekeeping, once no sequence holds it (the transfer's evaluation may
+    // have a moment ago): wait for that rather than fail the upgrade.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!added.is_ok() && added.status().code() == StatusCode::kFailedPrecondition &&
+           added.status().message().find("still being removed") != std::string::npos &&
+           std::chrono::steady_clock::now() < deadline && !cancelled()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      added = hooks_.register_adapter(step.adapter, dir, candidate);
+    }
     for (const ScenarioRecord& s : users) (void)registry_->set_scenario(s.name, candidate, s.adapter);
     for (const TrainingSetRecord& t : their_training) (void)registry_->set_training_set(t);
     LG_RETURN_IF_ERROR(added.status());
