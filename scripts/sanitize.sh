@@ -54,7 +54,8 @@ if [ "$job" = asan ]; then
   # ISA forced, the job's costliest minutes; every ISA's kernels already run
   # under ASan in lg_kernels_tests, which forces each one.
   exclude='^(TokenizerLoad\.Qwen3LoadsFast|ChatTemplate\.HostileTemplatesStopFastNamingTheBudget'
-  exclude+='|emfile|engine_on_avx2|engine_on_scalar)$'
+  # And readme_blocks: it runs the README's commands on the Release build in build/.
+  exclude+='|emfile|engine_on_avx2|engine_on_scalar|readme_blocks)$'
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1$(supp asan)
   export LSAN_OPTIONS=print_suppressions=0$(supp lsan)
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1$(supp ubsan)
