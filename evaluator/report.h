@@ -21,8 +21,13 @@
 // copied as they are: dump the JSON with error_handler_t::replace when the
 // texts may hold invalid UTF-8.
 //
-// The HTML needs nothing from the network (inline CSS and SVG, no scripts,
-// no URLs); every text taken from the run is HTML-escaped.
+// The HTML reads top to bottom as a person reads a verdict: a table of
+// contents, the verdict and what decided it (every gate that did not pass, the
+// passing ones nearest their bounds, report_gates.h), base quality, each
+// scenario's charts (latency plots only where a latency gate was judged), the
+// flipped items, and last every gate, folded, skipped ones folded by reason.
+// It needs nothing from the network (inline CSS and SVG, no scripts, no
+// URLs); every text taken from the run is HTML-escaped.
 //
 // Pure functions of their arguments; safe to call from many threads.
 #pragma once

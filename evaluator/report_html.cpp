@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "evaluator/report.h"
+#include "evaluator/report_gates.h"
 #include "evaluator/report_svg.h"
 
 namespace loragate::eval {
@@ -36,6 +37,7 @@ th{background:#f6f8fa}td.path{overflow-wrap:anywhere;max-width:240px}td.n{text-a
 .legend span{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px;vertical-align:-1px}
 .out{white-space:pre-wrap;font:12px ui-monospace,"DejaVu Sans Mono",monospace;max-width:480px}
 .scores{color:#57606a;font-size:12px}.lat{display:flex;flex-wrap:wrap;gap:8px}
+.toc{margin:6px 0;font-size:13px}details{margin:6px 0}summary{cursor:pointer;font-weight:600}
 )";
 
 // Arm colours: blue / orange for the two sides, lighter tints without adapter.
@@ -49,15 +51,6 @@ const char* arm_colour(const std::string& arm) {
 
 // The number in a table: fewer decimals for large values such as milliseconds.
 std::string num(double v) { return fmt(v, std::fabs(v) >= 100 ? 1 : 3); }
-
-std::string badge(Verdict v) {
-  return std::string("<span class=\"badge\" style=\"background:") + verdict_colour(v) + "\">" + verdict_name(v) +
-         "</span>";
-}
-
-std::string td(const std::string& escaped, bool numeric = false) {
-  return std::string(numeric ? "<td class=\"n\">" : "<td>") + escaped + "</td>";
-}
 
 std::string utc_time(int64_t unix_seconds) {
   if (unix_seconds <= 0) return "-";
@@ -162,7 +155,7 @@ std::string verdict_section(const RunResult& run) {
     }
   }
   if (undecided > kReasons)
-    reasons += "<li>and " + std::to_string(undecided - kReasons) + " more in the gate table</li>";
+    reasons += "<li>and " + std::to_string(undecided - kReasons) + " more below</li>";
   if (!reasons.empty()) h += "<ul>" + reasons + "</ul>";
   h += "</div>";
   h += "<p class=\"meta\">run " + std::to_string(run.id) + " &middot; started " + utc_time(run.started_at) +
@@ -176,29 +169,8 @@ std::string verdict_section(const RunResult& run) {
   return h;
 }
 
-std::string gate_section(const RunResult& run) {
-  std::string h = "<h2>Gates</h2>";
-  if (run.gates.empty()) return h + "<p>No gates were applied.</p>";
-  h += "<p class=\"meta\">Estimate: candidate minus reference (the candidate's value for absolute gates), "
-       "with its confidence interval by the method named; margin: the bound the gate allows; n: the items "
-       "(rows) judged. A skipped gate could not be judged (why says why); unless optional it leaves the run "
-       "inconclusive.</p>";
-  h += "<table><tr><th>verdict</th><th>scenario</th><th>metric</th><th>against</th><th>rule</th><th>estimate</th>"
-       "<th>interval</th><th>method</th><th>n</th><th>margin</th><th>why</th></tr>";
-  for (const GateResult& g : run.gates) {
-    const std::string unit = g.unit.empty() ? "" : " " + html_escape(g.unit);
-    const std::string verdict = badge(g.verdict) + (g.optional ? " <span class=\"meta\">optional</span>" : "");
-    h += "<tr>" + td(verdict) + td(html_escape(g.scenario)) + td(html_escape(g.metric)) +
-         td(html_escape(g.against)) + td(html_escape(g.rule)) + td(fmt_signed(g.estimate, 4) + unit, true) +
-         td("[" + fmt(g.low, 4) + ", " + fmt(g.high, 4) + "]", true) +
-         td(g.method.empty() ? "-" : html_escape(g.method)) + td(std::to_string(g.n), true) +
-         td(fmt(g.margin, 4), true) + td(html_escape(g.why)) + "</tr>";
-  }
-  return h + "</table>";
-}
-
 std::string base_quality_section(const RunResult& run) {
-  std::string h = "<h2>Base quality</h2><h3>Generic held-out perplexity (no adapter)</h3>";
+  std::string h = "<h2 id=\"base-quality\">Base quality</h2><h3>Generic held-out perplexity (no adapter)</h3>";
   const GenericResult* online = nullptr;
   const GenericResult* candidate = nullptr;
   for (const GenericResult& g : run.generic) {
@@ -331,7 +303,7 @@ std::string scenario_section(const RunResult& run, const ScenarioResult& s) {
   };
   const ArmResult* online = arm("online");
   const ArmResult* candidate = arm("candidate");
-  std::string h = "<h2>Scenario " + html_escape(s.name) + "</h2>";
+  std::string h = "<h2 id=\"scenario-" + html_escape(s.name) + "\">Scenario " + html_escape(s.name) + "</h2>";
   std::string badges;
   for (const GateResult& g : run.gates)
     if (g.scenario == s.name) badges += badge(g.verdict) + " " + html_escape(g.metric) + " &nbsp; ";
@@ -349,7 +321,12 @@ std::string scenario_section(const RunResult& run, const ScenarioResult& s) {
     h += svg_metric_bars(rows);
   }
   h += arms_table(s);
-  h += latency_plots(online, candidate);
+  bool latency_judged = false;  // plots of latencies no gate could judge (biased, or too few) only mislead
+  for (const GateResult& g : run.gates) {
+    const bool latency = g.metric.rfind("ttft_", 0) == 0 || g.metric.rfind("tpot_", 0) == 0;
+    latency_judged = latency_judged || (g.scenario == s.name && latency && g.verdict != Verdict::kSkipped);
+  }
+  if (latency_judged) h += latency_plots(online, candidate);
   h += flips_section(online, candidate);
   return h;
 }
@@ -363,10 +340,18 @@ std::string report_html(const RunResult& run) {
        html_escape(run.candidate_base) + " against " + html_escape(run.online_base) + "</title>";
   h += "<style>" + std::string(kCss) + "</style></head><body>";
   h += "<h1>Base-model evaluation</h1>";
+  // What a person reads first: the verdict, what decided it, then the charts, then everything.
+  h += "<nav class=\"toc\"><a href=\"#deciding\">deciding gates</a> &middot; <a href=\"#base-quality\">base "
+       "quality</a>";
+  for (const ScenarioResult& s : run.scenarios) {
+    h += " &middot; <a href=\"#scenario-" + html_escape(s.name) + "\">" + html_escape(s.name) + "</a>";
+  }
+  h += " &middot; <a href=\"#gates\">every gate</a></nav>";
   h += verdict_section(run);
-  h += gate_section(run);
+  h += deciding_gates_html(run);
   h += base_quality_section(run);
   for (const ScenarioResult& s : run.scenarios) h += scenario_section(run, s);
+  h += all_gates_html(run);
   h += "</body></html>\n";
   return h;
 }

@@ -200,4 +200,13 @@ std::string svg_box_strip(const std::string& title, const std::string& unit, con
          " " + px(height) + "\" role=\"img\">" + body + "</svg>";
 }
 
+std::string badge(Verdict v) {
+  return std::string("<span class=\"badge\" style=\"background:") + verdict_colour(v) + "\">" + verdict_name(v) +
+         "</span>";
+}
+
+std::string td(const std::string& escaped, bool numeric) {
+  return std::string(numeric ? "<td class=\"n\">" : "<td>") + escaped + "</td>";
+}
+
 }  // namespace loragate::eval::report_detail

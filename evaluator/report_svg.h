@@ -25,6 +25,10 @@ std::string fmt_signed(double v, int decimals);
 std::string short_sha(const std::string& sha256);
 // The page's colour of a verdict: pass green, fail red, inconclusive amber, skipped grey.
 const char* verdict_colour(Verdict v);
+// A verdict as a coloured badge.
+std::string badge(Verdict v);
+// A table cell of already escaped text; numeric cells align right.
+std::string td(const std::string& escaped, bool numeric = false);
 
 // One bar of a metric row, optionally with a confidence whisker [low, high].
 struct Bar {
