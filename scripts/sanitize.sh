@@ -50,12 +50,12 @@ if [ "$job" = asan ]; then
   # And the tests whose point is a wall-clock bound, 4-15x slower under ASan:
   #  - TokenizerLoad.Qwen3LoadsFast (11 MB tokenizer.json in under 3 s)
   #  - ChatTemplate.HostileTemplatesStopFastNamingTheBudget (each within 8 s)
-  # And engine_on_avx2/engine_on_scalar: the golden suites again with a lower
+  # And avx2/* and scalar/*: the golden suites again with a lower
   # ISA forced, the job's costliest minutes; every ISA's kernels already run
   # under ASan in lg_kernels_tests, which forces each one.
   exclude='^(TokenizerLoad\.Qwen3LoadsFast|ChatTemplate\.HostileTemplatesStopFastNamingTheBudget'
   # And readme_blocks: it runs the README's commands on the Release build in build/.
-  exclude+='|emfile|engine_on_avx2|engine_on_scalar|readme_blocks)$'
+  exclude+='|emfile|avx2/.*|scalar/.*|readme_blocks)$'
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1$(supp asan)
   export LSAN_OPTIONS=print_suppressions=0$(supp lsan)
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1$(supp ubsan)
