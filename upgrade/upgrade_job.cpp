@@ -104,9 +104,14 @@ Result<UpgradeJobs::Plan> UpgradeJobs::plan(const UpgradeRequest& request, const
       step.data_path = t->path;
       step.data_sha256 = t->sha256;
     } else if (t.status().code() == StatusCode::kNotFound) {
-      untrained.push_back(s.name);
-      step.state = "skipped";
-      step.error = "no training set recorded";
+      // Without a training set a scenario can still be carried over (transfer-first);
+      // it blocks the upgrade only if its adapter does not hold (retrain()).
+      const bool can_transfer = request.strategy == UpgradeStrategy::kTransferFirst && !request.skip_untrained;
+      if (!can_transfer) {
+        untrained.push_back(s.name);
+        step.state = "skipped";
+        step.error = "no training set recorded";
+      }
     } else {
       return t.status();
     }
@@ -418,6 +423,17 @@ bool UpgradeJobs::retrain(Plan& plan) {
     UpgradeStep& step = plan.status.steps[i];
     if (cancelled()) {
       finish(plan, "cancelled", "cancelled before scenario '" + step.scenario + "' was retrained");
+      return false;
+    }
+    if (plan.specs[i].data_path.empty()) {  // carried over, did not hold, and nothing to retrain it from
+      step.outcome = "failed";
+      step.error = "its online adapter did not hold on the candidate (" +
+                   (step.transfer.empty() ? std::string("not tried") : step.transfer) +
+                   ") and it has no training set to retrain from";
+      end_stage(plan, "retrain", "failed", "scenario '" + step.scenario + "' has no training set");
+      finish(plan, "failed",
+             "scenario '" + step.scenario + "': " + step.error +
+                 ": record one (loragate scenario set NAME ADAPTER --train FILE) or skip it (skip_untrained)");
       return false;
     }
     step.state = "training";

@@ -363,6 +363,19 @@ TEST_F(AdminUpgradesTest, AnAdapterThatHoldsOnTheCandidateIsCarriedOverNotRetrai
             std::filesystem::canonical(eval_dir() + "/adapters/online/mia"));
 }
 
+TEST_F(AdminUpgradesTest, AScenarioWithoutTrainingDataIsCarriedOverWhenItsAdapterHolds) {
+  std::filesystem::create_directories(dir_ + "/bases");
+  std::filesystem::copy(shared_dir() + "/models/stories260K", dir_ + "/bases/copy");
+  serve_scenario("mia", nullptr);  // no training set: transfer-first still carries it over
+  const json started = start("copy", /*promote=*/false, false, 202, "transfer-first", dir_ + "/bases/copy");
+  const json done = wait(started["id"], finished);
+  ASSERT_EQ(done["state"], "passed") << done.dump(2);
+  EXPECT_EQ(done["steps"][0]["outcome"], "transferred") << done["steps"][0].dump();
+  // retrain-all still refuses it up front: it has nothing to retrain from.
+  const json refused = start("copy", false, false, 409, "retrain-all", dir_ + "/bases/copy");
+  EXPECT_NE(refused["error"]["message"].get<std::string>().find("'mia'"), std::string::npos) << refused.dump();
+}
+
 TEST_F(AdminUpgradesTest, AnUnknownStrategyIsRefusedNamingIt) {
   serve_scenario("mia", short_recipe(2));
   const json refused = start("candidate-good", false, false, 400, "guess");
